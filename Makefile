@@ -1,0 +1,32 @@
+# infralab: `make demo` and `make test` set everything up on a fresh machine (idempotent).
+#   TORCH=...   the torch requirement to install (default: the CPU build torch==2.13.0);
+#               a GPU user passes their own, e.g. TORCH='torch==2.11.0 --index-url <their CUDA index>'
+#               or TORCH=skip to keep the torch already in the environment (with VENV_FLAGS=--system-site-packages).
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+VENV_FLAGS ?=
+JOBS ?= 2
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lab clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	if [ "$(TORCH)" != "skip" ]; then $(BIN)/python -m pip install -q $(TORCH); fi
+	$(BIN)/python -m pip install -q -e '.[triton,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/infralab check --target solutions --hidden
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests -n $(JOBS) -q
+
+check: $(STAMP)
+	$(BIN)/infralab check
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""The course's modules (exercises)."""

@@ -1,0 +1,105 @@
+"""Hidden tests for part01_transformer.rmsnorm."""
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infralab.testing import assert_close, randn
+
+MODULE = "part01_transformer.rmsnorm"
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def reference_rms_norm(x, w, eps):
+    """HF LlamaRMSNorm's order: fp32 normalisation, cast back, then the weight."""
+    return w * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+
+
+def rms_mistakes(x, w, eps):
+    xf = x.float()
+    return {
+        "eps added outside the square root (x / (rms + eps))":
+            lambda: w * (xf / (xf.pow(2).mean(-1, keepdim=True).sqrt() + eps)).to(x.dtype),
+        "the mean was subtracted (that is LayerNorm, not RMSNorm)":
+            lambda: w * F.layer_norm(xf, (x.shape[-1],), eps=eps).to(x.dtype),
+        "normalised over the first dimension instead of the last":
+            lambda: w * (xf * torch.rsqrt(xf.pow(2).mean(0, keepdim=True) + eps)).to(x.dtype),
+        "computed in the input's half precision, so x**2 overflowed":
+            lambda: w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
+    }
+
+
+@given(shape=st.lists(st.integers(1, 9), min_size=0, max_size=2), d=st.sampled_from([8, 33, 128]),
+       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**31 - 1))
+def test_rms_norm_matches_reference_on_random_shapes(impl, shape, d, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x, w = randn(*shape, d, dtype=dtype, generator=g), randn(d, dtype=dtype, generator=g)
+    got = impl(MODULE).rms_norm(x, w, eps=1e-6)
+    assert_close(got, reference_rms_norm(x, w, 1e-6), mistakes=rms_mistakes(x, w, 1e-6))
+
+
+@pytest.mark.weight(2)
+def test_rms_norm_eps_is_inside_the_square_root(impl, gen):
+    """Small activations make eps matter: sqrt(ms + eps) and sqrt(ms) + eps differ a lot."""
+    eps = 1e-5
+    x, w = randn(6, 64, generator=gen, scale=3e-3), randn(64, generator=gen)
+    got = impl(MODULE).rms_norm(x, w, eps=eps)
+    assert_close(got, reference_rms_norm(x, w, eps), mistakes=rms_mistakes(x, w, eps))
+
+
+@pytest.mark.weight(2)
+def test_rms_norm_fp16_large_activations_do_not_overflow(impl, gen):
+    """|x| ~ 1000 in fp16: x**2 overflows unless computed in fp32."""
+    x = randn(4, 256, dtype=torch.float16, generator=gen, scale=1000.0)
+    w = randn(256, dtype=torch.float16, generator=gen)
+    got = impl(MODULE).rms_norm(x, w, eps=1e-6)
+    assert_close(got, reference_rms_norm(x, w, 1e-6), mistakes=rms_mistakes(x, w, 1e-6))
+
+
+def test_rms_norm_reduces_over_the_last_dimension_only(impl, gen):
+    """Each row is normalised on its own: scaling one row leaves the others unchanged."""
+    x, w = randn(5, 16, generator=gen), randn(16, generator=gen)
+    y = impl(MODULE).rms_norm(x, w, eps=1e-6)
+    x2 = x.clone()
+    x2[0] *= 100.0
+    y2 = impl(MODULE).rms_norm(x2, w, eps=1e-6)
+    assert_close(y2[1:], y[1:], name="rows 1.. after scaling row 0", mistakes=rms_mistakes(x, w, 1e-6))
+
+
+def test_rms_norm_keeps_dtype_and_leaves_input_untouched(impl, gen):
+    x = randn(3, 40, dtype=torch.bfloat16, generator=gen)
+    before = x.clone()
+    y = impl(MODULE).rms_norm(x, torch.ones(40, dtype=torch.bfloat16), eps=1e-6)
+    assert y.dtype == torch.bfloat16, f"expected the input dtype bfloat16, got {y.dtype}"
+    assert torch.equal(x, before), "rms_norm modified its input in place"
+
+
+def ln_mistakes(x, w, b, eps):
+    xf = x.float()
+    d = x.shape[-1]
+    return {
+        "unbiased variance (divided by D - 1; torch.var's default)":
+            lambda: ((xf - xf.mean(-1, keepdim=True)) / torch.sqrt(xf.var(-1, keepdim=True) + eps) * w + b).to(x.dtype),
+        "the mean was not subtracted (that is RMSNorm)":
+            lambda: (F.rms_norm(xf, (d,), eps=eps) * w + b).to(x.dtype),
+        "bias was left out": lambda: F.layer_norm(xf, (d,), w.float(), None, eps).to(x.dtype),
+    }
+
+
+@given(rows=st.integers(1, 8), d=st.sampled_from([4, 31, 96]), dtype=st.sampled_from(DTYPES),
+       seed=st.integers(0, 2**31 - 1))
+def test_layer_norm_matches_torch(impl, rows, d, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = randn(rows, d, dtype=dtype, generator=g, scale=2.0) + 0.5
+    w, b = randn(d, dtype=dtype, generator=g), randn(d, dtype=dtype, generator=g)
+    expected = F.layer_norm(x.float(), (d,), w.float(), b.float(), 1e-5).to(dtype)
+    assert_close(impl(MODULE).layer_norm(x, w, b, eps=1e-5), expected, mistakes=ln_mistakes(x, w, b, 1e-5))
+
+
+@pytest.mark.weight(2)
+def test_layer_norm_uses_the_biased_variance(impl, gen):
+    """With D = 4 the D vs D - 1 difference is 15% of the scale."""
+    x, w, b = randn(16, 4, generator=gen), randn(4, generator=gen), randn(4, generator=gen)
+    expected = F.layer_norm(x, (4,), w, b, 1e-5)
+    assert_close(impl(MODULE).layer_norm(x, w, b, eps=1e-5), expected, mistakes=ln_mistakes(x, w, b, 1e-5))

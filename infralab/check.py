@@ -1,0 +1,39 @@
+"""``infralab check``: the student's progress table (visible tests; ``--hidden`` where graders/ exist)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from infralab.course import load_course
+from infralab.outputs.terminal import print_record
+from infralab.runner import TestRun, run_tests
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default="exercises",
+                   help="exercises (default), solutions, a submission folder, or mutant:<part>.<exercise>:<name>")
+    p.add_argument("--part", action="append", help="only this part (repeatable)")
+    p.add_argument("--exercise", action="append", help="only this exercise, e.g. rope or part01_transformer.rope")
+    p.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
+    p.add_argument("--json", action="store_true", help="print the result record as JSON instead of a table")
+    p.add_argument("--seed", type=int, default=None, help="repeat a run with this base seed")
+    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+
+
+def run(args: argparse.Namespace) -> int:
+    course = load_course(args.course)
+    exercises = course.select(args.part, args.exercise)
+    if not exercises:
+        print(f"infralab check: no exercise matches --part {args.part} --exercise {args.exercise}", file=sys.stderr)
+        return 2
+    hidden = args.hidden
+    if hidden and not (course.root / "graders").is_dir():
+        print("infralab check: --hidden needs the graders/ folder (the instructor's copy)", file=sys.stderr)
+        return 2
+    record = run_tests(course, TestRun(target=args.target, exercises=exercises, hidden=hidden, seed=args.seed))
+    if args.json:
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+    else:
+        print_record(record)
+    return 0 if record["points"] == record["max_points"] and record["max_points"] > 0 else 1

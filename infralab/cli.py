@@ -1,0 +1,36 @@
+"""The ``infralab`` command. Each sub-command lives in its own module with
+``add_arguments(parser)`` and ``run(args) -> int``; they are imported only when used."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from infralab.errors import InfralabError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("infralab.check", "run the tests of your exercises and show your progress"),
+    "validate": ("infralab.validate", "prove every exercise's tests sound (solution passes, stub and mutants fail)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="infralab", description="infralab: LLM-infrastructure course kit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            importlib.import_module(module).add_arguments(p)
+    args = parser.parse_args(argv)
+    try:
+        return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
+    except InfralabError as e:
+        print(f"infralab {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Renderings of the result record: terminal tables, and the grading outputs."""

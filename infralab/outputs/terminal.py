@@ -1,0 +1,34 @@
+"""The student's view of a result record: one row per exercise, with the first failure."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not implemented": "dim", "not run": "dim"}
+
+
+def exercise_table(record: dict[str, Any], title: str | None = None) -> Table:
+    table = Table(title=title or f"{record['course']} · target: {record['target']}", show_lines=False)
+    table.add_column("exercise")
+    table.add_column("passed", justify="right")
+    table.add_column("points", justify="right")
+    table.add_column("status")
+    table.add_column("first failure", overflow="fold", max_width=70)
+    for ex in record["exercises"]:
+        style = _STYLE.get(ex["status"], "")
+        table.add_row(ex["id"], f"{ex['passed']}/{ex['total']}", f"{ex['points']:g}/{ex['max_points']:g}",
+                      f"[{style}]{ex['status']}[/]", _first_line(ex["first_failure"]))
+    table.add_section()
+    table.add_row("total", "", f"{record['points']:g}/{record['max_points']:g}", "", "")
+    return table
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def print_record(record: dict[str, Any], console: Console | None = None) -> None:
+    (console or Console()).print(exercise_table(record))

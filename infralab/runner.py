@@ -1,0 +1,80 @@
+"""Run the course's tests on one target in a fresh pytest process and return the result record.
+
+Every command that needs verdicts (check, grade, validate) goes through :func:`run_tests`, so
+the same tests, options and record format serve all of them.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infralab.course import Course, Exercise
+from infralab.record import read_record
+
+
+@dataclass
+class TestRun:
+    """What to run: which exercises, which of their test files, against which target."""
+
+    target: str = "exercises"
+    exercises: tuple[Exercise, ...] = ()
+    visible: bool = True
+    hidden: bool = False
+    mode: str = "check"
+    seed: int | None = None
+    isolated: bool = False
+    soundness: bool = False
+    jobs: int = 1
+    timeout_s: float | None = None  # per test (pytest-timeout)
+    extra_args: list[str] = field(default_factory=list)
+
+    def test_files(self, course: Course) -> list[Path]:
+        files = []
+        for ex in self.exercises:
+            if self.visible:
+                files.append(course.root / ex.visible_tests)
+            if self.hidden:
+                files.append(course.root / ex.hidden_tests)
+        return [f for f in files if f.is_file()]
+
+
+def pytest_command(course: Course, run: TestRun, record_path: Path) -> list[str]:
+    args = [sys.executable, "-m", "pytest", *map(str, run.test_files(course)),
+            "--course", str(course.root), "--target", run.target, "--record", str(record_path),
+            "--record-mode", run.mode, "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "--rootdir", str(course.root), "-o", "addopts=", "-o", "testpaths="]
+    if run.seed is not None:
+        args += ["--seed", str(run.seed)]
+    if run.isolated:
+        args.append("--isolated")
+    if run.soundness:
+        args.append("--soundness")
+    if run.jobs > 1:
+        args += ["-n", str(run.jobs)]
+    if run.timeout_s:
+        args += ["--timeout", str(run.timeout_s)]
+    return args + run.extra_args
+
+
+def run_tests(course: Course, run: TestRun, *, env: dict[str, str] | None = None,
+              wall_timeout_s: float | None = None) -> dict[str, Any]:
+    """Run pytest in a child process; return its record (with pytest's exit code and output tail)."""
+    with tempfile.TemporaryDirectory(prefix="infralab-run-") as tmp:
+        record_path = Path(tmp) / "record.json"
+        cmd = pytest_command(course, run, record_path)
+        child_env = dict(os.environ if env is None else env)
+        child_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        proc = subprocess.run(cmd, cwd=course.root, env=child_env, capture_output=True, text=True,
+                              timeout=wall_timeout_s)
+        if not record_path.is_file():
+            output = (proc.stdout + proc.stderr)[-4000:]
+            raise RuntimeError(f"pytest wrote no record (exit {proc.returncode}):\n{output}")
+        record = read_record(record_path)
+    record["pytest_exit"] = proc.returncode
+    record["output_tail"] = (proc.stdout + proc.stderr)[-4000:]
+    return record

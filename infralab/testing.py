@@ -1,0 +1,184 @@
+"""Helpers for the course's tests: one tolerance table, one comparison, poisoned outputs.
+
+Every numerical check in the course goes through :func:`assert_close`:
+
+- tolerances come from :func:`tolerance`, keyed to the dtype (one table for the whole course);
+- NaN or Inf in the answer never passes where the expected value is finite;
+- shape and dtype are checked first, with a message that says what was expected;
+- a mismatch names how many elements differ, the worst one and where, and, given the outputs
+  of known mistakes (``mistakes={"interleaved pairs instead of rotate-half": wrong}``), which
+  known mistake the answer looks like.
+
+Output buffers a student's code writes into are created poisoned (:func:`poisoned`) so that a
+kernel that forgets to write part of its output cannot pass on leftover memory.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Union
+
+import torch
+
+# (rtol, atol) per dtype: the course's single tolerance table.
+_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-9, 1e-9),
+    torch.float32: (1e-5, 1e-5),
+    torch.float16: (5e-3, 5e-3),
+    torch.bfloat16: (3e-2, 3e-2),
+    torch.float8_e4m3fn: (1.25e-1, 1.25e-1),
+    torch.float8_e5m2: (2.5e-1, 2.5e-1),
+}
+
+MistakeOutput = Union[torch.Tensor, Callable[[], torch.Tensor]]
+
+
+class Mismatch(AssertionError):
+    """A wrong answer. ``diagnosis`` names the known mistake it looks like, if any."""
+
+    def __init__(self, message: str, diagnosis: str | None = None):
+        super().__init__(message if diagnosis is None else f"{message}\nThis looks like: {diagnosis}")
+        self.diagnosis = diagnosis
+
+
+def tolerance(dtype: torch.dtype, reduction: int | None = None) -> tuple[float, float]:
+    """(rtol, atol) for comparing values of ``dtype``.
+
+    ``reduction``: the length of the longest sum behind each output element (e.g. K of a
+    matmul). Rounding error grows like its square root, so tolerances widen by
+    ``sqrt(reduction / 256)`` past 256 terms and never shrink.
+    """
+    if dtype not in _TOLERANCES:
+        return (0.0, 0.0)  # integers and bools compare exactly
+    rtol, atol = _TOLERANCES[dtype]
+    if reduction is not None and reduction > 256:
+        widen = math.sqrt(reduction / 256)
+        rtol, atol = rtol * widen, atol * widen
+    return rtol, atol
+
+
+def _describe(t: torch.Tensor) -> str:
+    return f"shape {tuple(t.shape)}, dtype {t.dtype}"
+
+
+def check_tensor(actual: Any, *, shape: tuple[int, ...] | None = None, dtype: torch.dtype | None = None,
+                 name: str = "output") -> torch.Tensor:
+    """The answer is a tensor of the expected shape and dtype; raises Mismatch otherwise."""
+    if not isinstance(actual, torch.Tensor):
+        raise Mismatch(f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
+    if type(actual) is not torch.Tensor and not isinstance(actual, torch.nn.Parameter):
+        raise Mismatch(f"{name}: expected a plain torch.Tensor, got the subclass {type(actual).__name__}")
+    if shape is not None and tuple(actual.shape) != tuple(shape):
+        raise Mismatch(f"{name}: expected shape {tuple(shape)}, got {tuple(actual.shape)}")
+    if dtype is not None and actual.dtype != dtype:
+        raise Mismatch(f"{name}: expected dtype {dtype}, got {actual.dtype}")
+    return actual
+
+
+def _close_mask(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    ok = (a - e).abs() <= atol + rtol * e.abs()
+    ok |= (a == e)  # equal infinities
+    ok &= ~torch.isnan(a)  # NaN never passes
+    return ok
+
+
+def diagnose(actual: torch.Tensor, mistakes: Mapping[str, MistakeOutput] | None,
+             rtol: float, atol: float) -> str | None:
+    """The name of the first known mistake whose output matches ``actual``, or None."""
+    for label, produce in (mistakes or {}).items():
+        try:
+            wrong = produce() if callable(produce) else produce
+        except Exception:  # a candidate that cannot be formed here is simply not it
+            continue
+        if not isinstance(wrong, torch.Tensor) or wrong.shape != actual.shape:
+            continue
+        if bool(_close_mask(actual, wrong, 2 * rtol, 2 * atol).all()):
+            return label
+    return None
+
+
+def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
+                 rtol: float | None = None, atol: float | None = None, reduction: int | None = None,
+                 mistakes: Mapping[str, MistakeOutput] | None = None, check_dtype: bool = True) -> None:
+    """``actual`` equals ``expected`` within the dtype's tolerance, or raise :class:`Mismatch`.
+
+    ``rtol``/``atol`` override the table for one check (say why in the test); ``reduction`` widens
+    it for long sums (see :func:`tolerance`); ``mistakes`` maps a known mistake's description to
+    its output (or a function making it), used only to explain a failure.
+    """
+    check_tensor(actual, shape=tuple(expected.shape), dtype=expected.dtype if check_dtype else None, name=name)
+    table_rtol, table_atol = tolerance(expected.dtype, reduction)
+    rtol = table_rtol if rtol is None else rtol
+    atol = table_atol if atol is None else atol
+    ok = _close_mask(actual, expected, rtol, atol)
+    if bool(ok.all()):
+        return
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    bad = ~ok
+    n_bad, n = int(bad.sum()), ok.numel()
+    if bool(torch.isnan(a).any()):
+        head = f"{name}: {int(torch.isnan(a).sum())} of {n} elements are NaN"
+    elif bool(torch.isinf(a[~torch.isinf(e)]).any()) if e.numel() else False:
+        head = f"{name}: contains Inf where finite values were expected"
+    else:
+        head = f"{name}: {n_bad} of {n} elements ({100.0 * n_bad / n:.1f}%) differ beyond rtol={rtol:g}, atol={atol:g}"
+    diff = torch.where(bad, (a - e).abs().nan_to_num(nan=math.inf), torch.zeros_like(a))
+    flat = int(diff.flatten().argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
+    got, want = a.flatten()[flat].item(), e.flatten()[flat].item()
+    message = f"{head}; worst at index {index}: got {got:.6g}, expected {want:.6g}"
+    raise Mismatch(message, diagnose(actual, mistakes, rtol, atol))
+
+
+def assert_equal(actual: Any, expected: Any, *, name: str = "output",
+                 mistakes: Mapping[str, Any] | None = None) -> None:
+    """Exact equality for integers, tensors of integers, lists and tuples; NaN never equals."""
+    if isinstance(expected, torch.Tensor) and expected.is_floating_point():
+        assert_close(actual, expected, name=name, rtol=0.0, atol=0.0, mistakes=mistakes)
+        return
+    if isinstance(expected, torch.Tensor):
+        check_tensor(actual, shape=tuple(expected.shape), dtype=expected.dtype, name=name)
+        same = bool(torch.equal(actual.cpu(), expected.cpu()))
+    else:
+        same = type(actual) is type(expected) and actual == expected
+    if same:
+        return
+    diagnosis = None
+    for label, wrong in (mistakes or {}).items():
+        wrong = wrong() if callable(wrong) else wrong
+        if isinstance(wrong, torch.Tensor) and isinstance(actual, torch.Tensor):
+            if wrong.shape == actual.shape and bool(torch.equal(wrong.cpu(), actual.cpu())):
+                diagnosis = label
+                break
+        elif wrong == actual:
+            diagnosis = label
+            break
+    raise Mismatch(f"{name}: expected {_short(expected)}, got {_short(actual)}", diagnosis)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value.tolist()) if isinstance(value, torch.Tensor) and value.numel() <= 64 else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def poisoned(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.device = "cpu") -> torch.Tensor:
+    """A buffer for a student's code to write into, filled with NaN (or -7777 for integers)."""
+    if dtype.is_floating_point:
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.full(shape, -7777, dtype=dtype, device=device)
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill an existing buffer with poison in place and return it."""
+    t.fill_(float("nan") if t.dtype.is_floating_point else -7777)
+    return t
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32, generator: torch.Generator | None = None,
+          device: str | torch.device = "cpu", scale: float = 1.0) -> torch.Tensor:
+    """Standard-normal test input drawn in fp32 and cast, so every dtype sees the same values."""
+    x = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
+    return x.to(device=device, dtype=dtype)

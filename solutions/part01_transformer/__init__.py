@@ -1,0 +1,1 @@
+"""Part 01: the transformer, one module at a time."""
