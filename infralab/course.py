@@ -41,6 +41,7 @@ class Exercise:
     mutants_dir: Path
     requires: tuple[str, ...] = ()  # e.g. ("triton",), ("gpu",)
     perf: tuple[dict[str, Any], ...] = ()
+    banned: tuple[str, ...] = ()  # torch routines the implementation may not call (see guards.py)
 
     @property
     def id(self) -> str:
@@ -155,7 +156,7 @@ class _Reader:
         return Title(en=self.get("en").str(), zh=self.get("zh").str())
 
 
-_EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf"}
+_EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned"}
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
@@ -182,6 +183,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str]) -> Exercise
         points=r.get("points").number(0.0), textbook=r.get("textbook").str(),
         visible_tests=visible, hidden_tests=hidden, mutants_dir=mutants,
         requires=requires, perf=tuple(perf),
+        banned=tuple(b.ident() for b in r.get("banned", []).list()),
     )
     for tree in ("exercises", "solutions"):
         if not (root / tree / ex.module_path).is_file():

@@ -41,6 +41,7 @@ class _State:
         self.t0 = time.perf_counter()
         self.default_target = parse_target(config.getoption("infralab_target"), course.root)
         self.flags: list[dict] = []
+        self.banned = {ex.id: ex.banned for ex in course.exercises if ex.banned}
 
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
@@ -48,7 +49,7 @@ class _State:
                 from infralab.judge.isolated import IsolatedTarget  # the grading mode
                 self.targets[spec.name] = IsolatedTarget(spec, self.config)
             else:
-                self.targets[spec.name] = InProcessTarget(spec)
+                self.targets[spec.name] = InProcessTarget(spec, self.banned)
         return self.targets[spec.name]
 
     def exercise_of(self, path: Path) -> tuple[Exercise, str] | None:

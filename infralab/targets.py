@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from infralab.errors import TargetError
+from infralab.guards import guarded
 
 _counter = itertools.count()
 
@@ -117,20 +118,22 @@ def _short_traceback(exc: BaseException, limit: int = 3) -> str:
 class Implementation:
     """One module of the implementation under test; attribute access reaches its functions."""
 
-    def __init__(self, module_name: str, module: types.ModuleType, origin: str):
+    def __init__(self, module_name: str, module: types.ModuleType, origin: str, banned: tuple[str, ...] = ()):
         self._module_name = module_name
         self._module = module
         self._origin = origin
+        self._banned = banned
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return getattr(self._module, name)
+            value = getattr(self._module, name)
         except AttributeError:
             raise TargetError(
                 f"{self._origin} has no `{name}`: define it with the signature given in the stub"
             ) from None
+        return guarded(value, self._banned, f"{self._origin}: {name}")
 
     def __repr__(self) -> str:
         return f"<implementation {self._module_name} from {self._origin}>"
@@ -139,8 +142,9 @@ class Implementation:
 class InProcessTarget:
     """Loads a target's modules into this process (real imports, real tracebacks, pdb works)."""
 
-    def __init__(self, spec: TargetSpec):
+    def __init__(self, spec: TargetSpec, banned: dict[str, tuple[str, ...]] | None = None):
         self.spec = spec
+        self.banned = banned or {}  # module -> banned torch routines (course.yml `banned`)
         self.package = f"_infralab_target_{next(_counter)}"
         self._failures: dict[str, TargetError] = {}
         pkg = types.ModuleType(self.package)
@@ -175,7 +179,7 @@ class InProcessTarget:
             )
             self._failures[module_name] = error
             raise error from None
-        return Implementation(module_name, module, origin)
+        return Implementation(module_name, module, origin, self.banned.get(module_name, ()))
 
     def close(self) -> None:
         if self._finder in sys.meta_path:

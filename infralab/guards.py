@@ -1,0 +1,58 @@
+"""Guards around calls into an implementation: banned shortcuts.
+
+An exercise may declare in course.yml::
+
+    banned: [matmul, mm, bmm, einsum, linear, scaled_dot_product_attention]
+
+Every call into that exercise's module then runs under a TorchFunctionMode that sees each torch
+function or tensor method called (operators included: ``a @ b`` arrives as ``Tensor.matmul``)
+and raises :class:`BannedCall` on a banned one, naming it. The same guard runs wherever the
+student's code runs: in this process, or inside the isolated executor when grading.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from torch.overrides import TorchFunctionMode, resolve_name
+
+
+class BannedCall(RuntimeError):
+    """The implementation called a library routine this exercise asks you to write yourself."""
+
+
+def _short_name(func: Any) -> str:
+    name = resolve_name(func) or getattr(func, "__name__", "")
+    return name.rsplit(".", 1)[-1].strip("_")
+
+
+class _BanMode(TorchFunctionMode):
+    def __init__(self, banned: frozenset[str], where: str):
+        super().__init__()
+        self.banned, self.where = banned, where
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = _short_name(func)
+        if name in self.banned:
+            raise BannedCall(
+                f"{self.where} called {resolve_name(func) or name}, which this exercise bans: "
+                f"write the computation yourself (banned here: {', '.join(sorted(self.banned))})"
+            )
+        return func(*args, **(kwargs or {}))
+
+
+def guarded(fn: Callable, banned: Iterable[str], where: str) -> Callable:
+    """``fn`` wrapped so that calls to any banned torch routine raise :class:`BannedCall`."""
+    banned = frozenset(banned)
+    if not banned or not callable(fn):
+        return fn
+    if isinstance(fn, type):
+        return fn  # classes: their methods are guarded when called through a handle (see judge)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _BanMode(banned, where):
+            return fn(*args, **kwargs)
+
+    return wrapper
