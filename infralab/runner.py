@@ -21,6 +21,8 @@ from infralab.record import read_record
 class TestRun:
     """What to run: which exercises, which of their test files, against which target."""
 
+    __test__ = False  # not a pytest test class
+
     target: str = "exercises"
     exercises: tuple[Exercise, ...] = ()
     visible: bool = True
