@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -217,14 +216,8 @@ def seed(request: pytest.FixtureRequest) -> int:
         digest = hashlib.sha256(f"{base}:{request.node.nodeid}".encode()).digest()
         value = int.from_bytes(digest[:4], "little")
     request.node.user_properties.append(("infralab_seed", value))
-    random.seed(value)
-    try:
-        import numpy as np
-        np.random.seed(value)
-    except ImportError:
-        pass
-    import torch
-    torch.manual_seed(value)
+    from infralab.testing import seed_everything
+    seed_everything(value)
     return value
 
 

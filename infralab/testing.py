@@ -182,3 +182,15 @@ def randn(*shape: int, dtype: torch.dtype = torch.float32, generator: torch.Gene
     """Standard-normal test input drawn in fp32 and cast, so every dtype sees the same values."""
     x = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
     return x.to(device=device, dtype=dtype)
+
+
+def seed_everything(value: int) -> None:
+    """Seed Python's ``random``, numpy (when installed) and torch with ``value``."""
+    import random
+    random.seed(value)
+    try:
+        import numpy as np
+        np.random.seed(value)
+    except ImportError:
+        pass
+    torch.manual_seed(value)
