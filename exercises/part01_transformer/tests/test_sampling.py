@@ -1,0 +1,56 @@
+"""Visible tests for part01_transformer.sampling: run `pytest exercises/part01_transformer -m sampling`."""
+import math
+
+import torch
+
+from infralab.stats import assert_draws_follow
+from infralab.testing import assert_close, assert_equal, randn
+
+MODULE = "part01_transformer.sampling"
+INF = float("inf")
+
+
+def log_probs(*probs):
+    return torch.tensor([[math.log(p) for p in probs]])
+
+
+def test_top_k_keeps_the_k_largest_and_ties(impl):
+    z = torch.tensor([[1.0, 3.0, 2.0, 2.0, 0.0]])
+    assert_equal(impl(MODULE).top_k_filter(z, 1), torch.tensor([[-INF, 3.0, -INF, -INF, -INF]]))
+    # the 2nd largest value (2.0) is tied: both copies stay
+    assert_equal(impl(MODULE).top_k_filter(z, 2), torch.tensor([[-INF, 3.0, 2.0, 2.0, -INF]]))
+
+
+def test_top_p_keeps_the_token_that_reaches_p(impl):
+    z = log_probs(0.05, 0.5, 0.15, 0.3)
+    m = impl(MODULE)
+    assert_equal(m.top_p_filter(z, 0.1), torch.where(z == z.max(), z, -INF), name="p=0.1 (top token only)")
+    # 0.5 < 0.7, 0.5 + 0.3 >= 0.7: the 0.3 token crosses p and is kept
+    assert_equal(m.top_p_filter(z, 0.7), torch.tensor([[-INF, z[0, 1], -INF, z[0, 3]]]), name="p=0.7")
+    assert_equal(m.top_p_filter(z, 0.9), torch.tensor([[-INF, z[0, 1], z[0, 2], z[0, 3]]]), name="p=0.9")
+
+
+def test_min_p_is_relative_to_the_top_probability(impl):
+    z = log_probs(0.4, 0.3, 0.2, 0.06, 0.04)
+    # min_p = 0.2: threshold 0.2 * 0.4 = 0.08, so 0.06 and 0.04 go
+    assert_equal(impl(MODULE).min_p_filter(z, 0.2), torch.cat([z[:, :3], torch.full((1, 2), -INF)], 1))
+
+
+def test_repetition_penalty_lowers_seen_tokens_of_either_sign(impl):
+    z = torch.tensor([[2.0, -2.0, 1.0, -1.0]])
+    context = torch.tensor([[0, 1, 1]])
+    got = impl(MODULE).apply_repetition_penalty(z, context, 2.0)
+    assert_close(got, torch.tensor([[1.0, -4.0, 1.0, -1.0]]))
+
+
+def test_sample_is_greedy_at_temperature_zero_and_reproducible(impl, seed, gen):
+    z = randn(32, 20, generator=gen)
+    m = impl(MODULE)
+    assert_equal(m.sample(z, seed=seed, temperature=0.0), z.argmax(-1), name="greedy tokens")
+    assert_equal(m.sample(z, seed=seed), m.sample(z, seed=seed), name="two draws with the same seed")
+
+
+def test_sample_follows_softmax_of_logits_over_temperature(impl, seed):
+    z = torch.tensor([2.0, 1.0, 0.0, -1.0, -3.0])
+    draws = impl(MODULE).sample(z.expand(40_000, 5).contiguous(), seed=seed, temperature=0.5)
+    assert_draws_follow(draws, torch.softmax(z / 0.5, -1))

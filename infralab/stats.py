@@ -1,0 +1,79 @@
+"""Statistical checks for samplers: does a batch of draws follow a given distribution?
+
+A sampler cannot be compared element by element; its draws are compared with the distribution
+they should follow by the total-variation distance between the empirical frequencies and the
+expected probabilities. The acceptance bound comes from the Bretagnolle–Huber–Carol
+inequality for a multinomial with ``k`` outcomes and ``n`` independent draws::
+
+    P( TV(empirical, p) >= eps ) <= 2**k * exp(-2 * n * eps**2)
+
+so ``eps = sqrt((k ln 2 + ln(1 / false_alarm)) / (2 n))`` rejects a correct sampler with
+probability at most ``false_alarm`` (1e-9 by default: such a test never flakes), whatever the
+distribution. A wrong sampler is caught when its distribution is more than ``2 * eps`` away in
+total variation; pick ``n`` so that the mistakes you care about are (``tv_bound`` tells you).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+
+from infralab.testing import Mismatch
+
+
+def tv_bound(num_outcomes: int, num_draws: int, false_alarm: float = 1e-9) -> float:
+    """The TV distance a correct sampler exceeds with probability at most ``false_alarm``."""
+    return math.sqrt((num_outcomes * math.log(2) + math.log(1 / false_alarm)) / (2 * num_draws))
+
+
+def tv_distance(p: torch.Tensor, q: torch.Tensor) -> float:
+    """Total-variation distance between two distributions over the same outcomes."""
+    return 0.5 * float((p.double() - q.double()).abs().sum())
+
+
+def empirical(draws: torch.Tensor, num_outcomes: int) -> torch.Tensor:
+    """Frequencies (float64, sum 1) of the integer ``draws`` over ``0 .. num_outcomes - 1``."""
+    return torch.bincount(draws.flatten().long().cpu(), minlength=num_outcomes).double() / draws.numel()
+
+
+def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str = "draws",
+                        false_alarm: float = 1e-9,
+                        mistakes: Mapping[str, torch.Tensor] | None = None) -> None:
+    """``draws`` (any shape, integer outcomes) are independent samples of ``probs`` ``(V,)``.
+
+    Raises :class:`~infralab.testing.Mismatch` when an outcome of probability 0 was drawn, or
+    when the empirical distribution is farther than :func:`tv_bound` from ``probs``;
+    ``mistakes`` maps a known mistake's description to the distribution it would sample from,
+    and the failure names the one the draws fit.
+    """
+    v = probs.numel()
+    flat = draws.flatten().long().cpu()
+    if flat.numel() == 0:
+        raise Mismatch(f"{name}: no draws")
+    if int(flat.min()) < 0 or int(flat.max()) >= v:
+        raise Mismatch(f"{name}: drew outcome {int(flat.max()) if int(flat.max()) >= v else int(flat.min())}, "
+                       f"outside 0..{v - 1}")
+    p = probs.detach().double().cpu().flatten()
+    freq = empirical(flat, v)
+    eps = tv_bound(v, flat.numel(), false_alarm)
+    impossible = (p == 0) & (freq > 0)
+
+    def fits() -> str | None:
+        for label, wrong in (mistakes or {}).items():
+            if tv_distance(freq, wrong.detach().double().cpu().flatten()) <= eps:
+                return label
+        return None
+
+    if bool(impossible.any()):
+        token = int(impossible.nonzero()[0])
+        raise Mismatch(f"{name}: drew outcome {token} {int(round(float(freq[token]) * flat.numel()))} times, "
+                       f"but its probability is 0 (it should have been filtered out)", fits())
+    tv = tv_distance(freq, p)
+    if tv > eps:
+        worst = int((freq - p).abs().argmax())
+        raise Mismatch(
+            f"{name}: the {flat.numel()} draws do not follow the expected distribution: total-variation "
+            f"distance {tv:.4f} > {eps:.4f} (a correct sampler exceeds it with probability < {false_alarm:g}); "
+            f"worst outcome {worst}: frequency {float(freq[worst]):.4f}, probability {float(p[worst]):.4f}",
+            fits())
