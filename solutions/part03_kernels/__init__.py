@@ -1,0 +1,1 @@
+"""Part 03: Triton kernels, from vector add to FlashAttention."""
