@@ -40,6 +40,7 @@ class _State:
         self.t0 = time.perf_counter()
         self.default_target = parse_target(config.getoption("infralab_target"), course.root)
         self.flags: list[dict] = []
+        self.perf: list[dict] = []  # performance entries (infralab.perf), via the perf_record fixture
         self.banned = {ex.id: ex.banned for ex in course.exercises if ex.banned}
 
     def target(self, spec: TargetSpec):
@@ -222,6 +223,13 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
+def perf_record(request: pytest.FixtureRequest):
+    """``perf_record(entry)``: add a performance measurement (infralab.perf) to the run's record."""
+    state = _state(request.config)
+    return (lambda entry: state.perf.append(entry)) if state else (lambda entry: None)
+
+
+@pytest.fixture
 def gen(seed: int):
     """A torch.Generator seeded with this test's seed."""
     import torch
@@ -232,7 +240,7 @@ def _short_message(excinfo: pytest.ExceptionInfo) -> str:
     exc = excinfo.value
     if isinstance(exc, NotImplementedError):
         frame = excinfo.traceback[-1]
-        where = f"{frame.path}:{frame.lineno + 1}"
+        where = getattr(exc, "remote_where", None) or f"{frame.path}:{frame.lineno + 1}"  # isolated: the student's line
         detail = str(exc) or "this function"
         return f"NotImplementedError: {detail} is not implemented yet ({where})"
     if isinstance(exc, TargetError):
@@ -307,12 +315,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     exercise_ids = sorted({r.exercise for r in state.results}) or None
     protections = None
     if config.getoption("infralab_isolated"):
-        from infralab.judge.isolated import protections_report
+        from infralab.judge.isolated import judge_flags, protections_report
         protections = protections_report(state.targets.values())
+        state.flags.extend(judge_flags(state.targets.values()))
     record = build_record(
         state.course, state.default_target.name if not config.getoption("infralab_soundness") else "soundness",
         config.getoption("infralab_mode"), state.results, started=state.started,
         duration_s=time.perf_counter() - state.t0, exercise_ids=exercise_ids,
-        flags=state.flags, protections=protections,
+        flags=state.flags, protections=protections, perf=state.perf,
     )
     write_record(record, path)

@@ -1,0 +1,357 @@
+"""The isolated implementation under test: the judge's side of every call into student code.
+
+``pytest --isolated`` makes the ``impl`` fixture return :meth:`IsolatedTarget.load`. The test,
+its expected values and its assertions stay in this (the judge's) process; the student's module
+is imported only inside the caged executor (:mod:`infralab.judge.cage`). Attribute access on
+the returned :class:`RemoteModule` gives remote callables; calls cross as data (:mod:`wire`);
+objects the student returns come back as :class:`RemoteObject` handles whose methods are
+remote calls. Fail closed: a late, missing or malformed answer raises (the test fails), a hung
+executor is killed and restarted, and once the time budget is spent every further call fails
+at once. What the executor observed (tampering, network, reads of hidden folders, tensor
+subclasses, forged objects) is kept as flags for the record.
+"""
+from __future__ import annotations
+
+import builtins
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from infralab.errors import TargetError
+from infralab.judge import wire
+from infralab.judge.cage import Cage, CageLimits
+from infralab.targets import TargetSpec
+
+MODULE_FILE = re.compile(r"^part\d\d_[a-z0-9_]+/[a-z_][a-z0-9_]*\.py$")
+IGNORED_NAMES = {"conftest.py", "sitecustomize.py", "usercustomize.py", "__init__.py", "setup.py"}
+MAX_MODULE_BYTES = 1 << 20
+STARTUP_TIMEOUT_S = 60.0
+STRIKES = 2  # timeouts of one callable after which its further calls fail at once
+
+
+def _exception(error: dict, tree: str) -> BaseException:
+    """A built-in exception of the same name (else RuntimeError) carrying the remote message."""
+    name = str(error.get("type", "Exception"))[:80]
+    message = str(error.get("message", ""))[:2000].replace(tree, "<executor>")
+    cls = getattr(builtins, name, None)
+    exc: BaseException
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+        try:
+            exc = cls(message)
+        except Exception:  # noqa: BLE001 - built-ins with special constructors
+            exc = RuntimeError(f"{name}: {message}")
+    else:
+        exc = RuntimeError(f"{name}: {message}")
+    exc.remote_traceback = str(error.get("traceback", ""))[:3000].replace(tree, "<executor>")  # type: ignore[attr-defined]
+    exc.remote_where = str(error.get("where", ""))[:300].replace(tree + "/lib/code/", "")  # type: ignore[attr-defined]
+    return exc
+
+
+class RemoteObject:
+    """An object living in the executor; its methods are remote calls."""
+
+    def __init__(self, target: "IsolatedTarget", handle: int, type_name: str, generation: int):
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_type_name", type_name)
+        object.__setattr__(self, "_generation", generation)
+        object.__setattr__(self, "_callables", {})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._target._attribute(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("objects from the implementation under test are used through their methods only")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._target._call(self, None, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote {self._type_name}>"
+
+
+class RemoteModule(RemoteObject):
+    """One module of the implementation under test (what ``impl(name)`` returns)."""
+
+    def __init__(self, target: "IsolatedTarget", module_name: str, handle: int, generation: int):
+        super().__init__(target, handle, module_name, generation)
+        object.__setattr__(self, "_module_name", module_name)
+
+    def __repr__(self) -> str:
+        return f"<isolated implementation {self._module_name} from {self._target.origin(self._module_name)}>"
+
+
+class RemoteCallable:
+    def __init__(self, target: "IsolatedTarget", owner: RemoteObject, name: str):
+        self._target, self._owner, self._name = target, owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._target._call(self._owner, self._name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote callable {self._name}>"
+
+
+def _allowed(rel: str, file: Path) -> str | None:
+    """Why a submitted file is not copied into the executor's tree, or None if it is."""
+    if Path(rel).name in IGNORED_NAMES:
+        return "not an exercise module"
+    if not MODULE_FILE.match(rel):
+        return "not an exercise module (partNN_*/name.py)"
+    if file.is_symlink():
+        return "a symbolic link"
+    if not file.is_file():
+        return "not a regular file"
+    if file.stat().st_size > MAX_MODULE_BYTES:
+        return f"larger than {MAX_MODULE_BYTES} bytes"
+    return None
+
+
+class IsolatedTarget:
+    """The same interface as :class:`infralab.targets.InProcessTarget`; the code runs in a cage."""
+
+    def __init__(self, spec: TargetSpec, config: Any = None, limits: CageLimits | None = None,
+                 course_root: Path | None = None, banned: dict[str, tuple[str, ...]] | None = None):
+        self.spec = spec
+        self.limits = limits or CageLimits.from_env()
+        if course_root is None:
+            course_root = Path(config.getoption("infralab_course") or spec.base.parent) if config else spec.base.parent
+        if banned is None and config is not None:
+            from infralab.course import load_course
+            banned = {ex.id: ex.banned for ex in load_course(course_root).exercises if ex.banned}
+        self.flags: list[dict] = []
+        self.ignored: list[str] = []
+        code, self.package = self._code_tree(Path(course_root))
+        self.cage = Cage(code, self.package, Path(course_root), self.limits,
+                         {k: list(v) for k, v in (banned or {}).items()})
+        self.generation = 0
+        self.spent = 0.0
+        self.failures: dict[str, BaseException] = {}
+        self.strikes: dict[str, int] = {}
+        self.modules: dict[str, RemoteModule] = {}
+
+    # -- the tree -----------------------------------------------------------------------------
+    def _code_tree(self, root: Path) -> tuple[dict[str, Path], str]:
+        spec = self.spec
+        package = {"solutions": "solutions", "mutant": "target"}.get(spec.kind, "exercises")
+        code: dict[str, Path] = {}
+        for file in sorted(spec.base.glob("part*/*.py")):
+            code[f"{package}/{file.parent.name}/{file.name}"] = file
+        for file in sorted(spec.base.glob("*.py")) + sorted(spec.base.glob("part*/__init__.py")):
+            code.setdefault(f"{package}/{file.relative_to(spec.base)}", file)
+        for module, file in sorted(spec.overlays.items()):
+            rel = module.replace(".", "/") + ".py"
+            why = _allowed(rel, Path(file)) if spec.kind == "submission" else None
+            if why:
+                self.ignored.append(f"{rel}: {why}")
+                continue
+            code[f"{package}/{rel}"] = Path(file)
+        if spec.kind == "mutant":  # a mutant imports the reference it changes one function of
+            for file in sorted((root / "solutions").rglob("*.py")):
+                code[f"solutions/{file.relative_to(root / 'solutions')}"] = file
+        return code, package
+
+    def origin(self, module_name: str) -> str:
+        rel = module_name.replace(".", "/") + ".py"
+        label = {"submission": "submission", "mutant": self.spec.name}.get(self.spec.kind, self.spec.kind)
+        return f"{label}:{rel}"
+
+    # -- the wire -----------------------------------------------------------------------------
+    def _flag(self, kind: str, detail: str) -> None:
+        entry = {"kind": kind, "detail": detail, "source": "executor"}
+        if entry not in self.flags:
+            self.flags.append(entry)
+
+    def _ensure_started(self) -> None:
+        if self.cage.alive():
+            return
+        self.cage.start()
+        import os
+        os.set_blocking(self.cage.to_executor, False)
+        self.generation += 1
+        self.modules.clear()
+        try:
+            header, _ = wire.receive(self.cage.from_executor, time.monotonic() + STARTUP_TIMEOUT_S, max_blob=0)
+        except wire.WireError as e:
+            output, _ = self.cage.output()
+            self.cage.stop()
+            raise RuntimeError(f"the isolated executor did not start ({e}): {output[-1500:]}") from None
+        if header.get("ready") is not True:
+            self.cage.stop()
+            raise RuntimeError("the isolated executor sent a malformed greeting")
+
+    def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+        if self.spent >= self.limits.budget_s:
+            raise TimeoutError(f"{what}: the submission's time budget of {self.limits.budget_s:g} s is spent; "
+                               "this call was not made")
+        t0 = time.monotonic()
+        try:
+            self._ensure_started()
+            deadline = time.monotonic() + min(self.limits.call_timeout_s, self.limits.budget_s - self.spent)
+            try:
+                wire.send(self.cage.to_executor, header, tensors, deadline=deadline)
+                answer, out = wire.receive(self.cage.from_executor, deadline)
+            except wire.Timeout:
+                self.cage.stop()
+                raise TimeoutError(f"{what} did not return within {self.limits.call_timeout_s:g} s; "
+                                   "the executor was stopped") from None
+            except wire.Closed:
+                self.cage.stop()
+                raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
+            except wire.WireError as e:
+                self.cage.stop()
+                raise RuntimeError(f"{what}: malformed answer from the executor ({e})") from None
+        finally:
+            self.spent += time.monotonic() - t0
+        for f in answer.get("flags", []) if type(answer.get("flags")) is list else []:
+            if type(f) is dict:
+                self._flag(str(f.get("kind", "?"))[:40], str(f.get("detail", ""))[:300])
+        return answer, out
+
+    def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:
+        def refuse(obj: Any) -> Any:
+            if isinstance(obj, RemoteObject):
+                if obj._generation != self.generation:
+                    raise RuntimeError("this object was lost when the executor was restarted")
+                return {"$h": obj._handle}
+            raise TypeError(f"cannot pass a {type(obj).__name__} to the isolated implementation: "
+                            "only tensors, numbers, strings, None, dtypes, containers of those and "
+                            "objects it returned (docs/authoring.md)")
+        enc = wire.Encoder(refuse)
+        return enc.encode(list(args)), enc.encode(dict(kwargs)), enc.tensors
+
+    def _decode(self, data: Any, tensors: dict, generation: int) -> Any:
+        def on_handle(d: dict) -> RemoteObject:
+            if "$callable" in d:
+                raise wire.WireError("unexpected callable marker")
+            return RemoteObject(self, d["$h"], str(d.get("type", "object"))[:80], generation)
+        return wire.decode(data, tensors, on_handle)
+
+    def _answer(self, answer: dict, out: dict, generation: int) -> Any:
+        if "error" in answer and type(answer["error"]) is dict:
+            raise _exception(answer["error"], str(self.cage.tree))
+        if "ok" not in answer:
+            raise RuntimeError("malformed answer from the executor (no result)")
+        return self._decode(answer["ok"], out, generation)
+
+    # -- what tests use -------------------------------------------------------------------------
+    def load(self, module_name: str) -> RemoteModule:
+        if module_name in self.failures:
+            raise self.failures[module_name]
+        if module_name in self.modules and self.modules[module_name]._generation == self.generation \
+                and self.cage.alive():
+            return self.modules[module_name]
+        origin = self.origin(module_name)
+        if not (self.cage.lib / "code" / self.package / (module_name.replace(".", "/") + ".py")).is_file():
+            self.failures[module_name] = TargetError(f"{origin}: module file is missing")
+            raise self.failures[module_name]
+        try:
+            answer, out = self._request(f"importing {origin}", {"op": "import", "module": module_name}, {})
+            if "error" in answer:
+                raise _exception(answer["error"], str(self.cage.tree))
+            handle = answer.get("ok")
+            if type(handle) is not dict or type(handle.get("$h")) is not int:
+                raise RuntimeError("malformed answer from the executor (no module handle)")
+        except TimeoutError as exc:
+            error = TargetError(f"{origin} does not import: {exc}")
+            self.failures[module_name] = error
+            raise error from None
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the submission's
+            where = getattr(exc, "remote_traceback", "")
+            error = TargetError(f"{origin} does not import: {type(exc).__name__}: {exc}" + (f"\n{where}" if where else ""))
+            self.failures[module_name] = error
+            raise error from None
+        module = RemoteModule(self, module_name, handle["$h"], self.generation)
+        self.modules[module_name] = module
+        return module
+
+    def _live(self, obj: RemoteObject) -> RemoteObject:
+        """``obj`` in the running executor: modules are imported again after a restart."""
+        if obj._generation == self.generation and self.cage.alive():
+            return obj
+        if isinstance(obj, RemoteModule):
+            return self.load(obj._module_name)
+        raise RuntimeError(f"this {obj._type_name} was lost when the executor was stopped (an earlier call "
+                           "hung or crashed it)")
+
+    def _attribute(self, obj: RemoteObject, name: str) -> Any:
+        if name in obj._callables:
+            return obj._callables[name]
+        live = self._live(obj)
+        answer, out = self._request(f"{obj._type_name}.{name}", {"op": "getattr", "h": live._handle, "name": name}, {})
+        if "error" in answer and type(answer["error"]) is dict and answer["error"].get("type") == "AttributeError":
+            if isinstance(obj, RemoteModule):
+                raise TargetError(f"{self.origin(obj._module_name)} has no `{name}`: define it with the "
+                                  "signature given in the stub")
+            raise AttributeError(f"{obj._type_name} has no attribute {name!r}")
+        if type(answer.get("ok")) is dict and "$callable" in answer["ok"]:
+            fn = RemoteCallable(self, obj, name)
+            obj._callables[name] = fn
+            return fn
+        return self._answer(answer, out, live._generation)
+
+    def _call(self, obj: RemoteObject, name: str | None, args: tuple, kwargs: dict) -> Any:
+        key = f"{obj._type_name}.{name}"
+        if self.strikes.get(key, 0) >= STRIKES:
+            raise TimeoutError(f"{key} ran out of time {STRIKES} times; further calls fail without running")
+        live = self._live(obj)
+        a, k, tensors = self._encode_args(args, kwargs)
+        try:
+            answer, out = self._request(key, {"op": "call", "h": live._handle, "name": name, "args": a, "kwargs": k},
+                                        tensors)
+        except TimeoutError:
+            self.strikes[key] = self.strikes.get(key, 0) + 1
+            raise
+        self._write_back(answer, out, args, kwargs)
+        return self._answer(answer, out, live._generation)
+
+    def _write_back(self, answer: dict, out: dict, args: tuple, kwargs: dict) -> None:
+        """In-place writes the student's code made to argument tensors (``out=`` buffers)."""
+        changed = answer.get("writeback")
+        if type(changed) is not dict:
+            return
+        for path, ref in changed.items():
+            try:
+                new = wire.decode(ref, out, lambda d: None)
+                orig = args[int(path[1:])] if path.startswith("a") else kwargs[path[1:]]
+            except (wire.WireError, ValueError, IndexError, KeyError):
+                continue
+            if isinstance(orig, torch.Tensor) and isinstance(new, torch.Tensor) \
+                    and new.shape == orig.shape and new.dtype == orig.dtype:
+                with torch.no_grad():
+                    orig.copy_(new)
+
+    def close(self) -> None:
+        self.cage.close()
+        if self.cage.overflowed:
+            self._flag("output", f"printed more than the {self.limits.output_cap_bytes} bytes kept; the rest was dropped")
+
+    def protections(self) -> dict:
+        report = self.cage.protections()
+        report["ignored_files"] = list(self.ignored)
+        return report
+
+
+def protections_report(targets: Any) -> dict:
+    """The protections that were active, for the record (the same for every isolated target)."""
+    reports = [t.protections() for t in targets if isinstance(t, IsolatedTarget)]
+    if not reports:
+        return {"mode": "isolated", "isolated": True, "note": "no implementation was loaded"}
+    report = reports[0]
+    report["ignored_files"] = sorted({f for r in reports for f in r["ignored_files"]})
+    return report
+
+
+def judge_flags(targets: Any) -> list[dict]:
+    """The executor's observations for the record, in the order they were made."""
+    flags: list[dict] = []
+    for t in targets:
+        for f in getattr(t, "flags", []):
+            if f not in flags:
+                flags.append(f)
+    return flags
