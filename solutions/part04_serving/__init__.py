@@ -1,0 +1,1 @@
+"""Part 04: serving: paged KV cache and paged attention."""
