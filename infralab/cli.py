@@ -12,6 +12,8 @@ from infralab.errors import InfralabError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("infralab.check", "run the tests of your exercises and show your progress"),
     "validate": ("infralab.validate", "prove every exercise's tests sound (solution passes, stub and mutants fail)"),
+    "bench": ("infralab.perf.bench", "run an exercise's GPU performance challenge against your card's profile"),
+    "profile": ("infralab.perf.profile_cmd", "hardware profiles: show, detect this GPU, calibrate a new card"),
 }
 
 

@@ -1,0 +1,50 @@
+"""Performance challenges of part03 (course.yml `perf:`), run on a GPU with a registered profile.
+
+Each case runs the correctness gate (poisoned outputs, fresh random inputs, fp32 reference),
+then times the kernel interleaved with its baseline (infralab.perf) and asks for the pass bar
+of the detected hardware profile. Skipped, with the reason, on a CPU or an unregistered GPU.
+The measurement goes into the run's result record (``--record``), in the course's evidence terms.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infralab.course import find_course_root, load_course
+
+PART = "part03_kernels"
+COURSE = load_course(find_course_root(Path(__file__).parent))
+CASES = [pytest.param(ex.id, c, shape, id=f"{ex.name}-{c['id']}-{'x'.join(str(v) for v in shape.values())}")
+         for ex in COURSE.exercises if ex.part == PART for c in ex.perf for shape in c["shapes"]]
+
+
+@pytest.fixture(scope="module")
+def gpu_profile():
+    """The registered profile of this machine's GPU, or a skip that says why there is none."""
+    from infralab.perf.profiles import current_device, detect, load_profiles
+    profile, reason = detect(load_profiles(COURSE.root / COURSE.profiles_dir), current_device())
+    if profile is None or not profile.runs_perf:
+        pytest.skip(reason)
+    return profile
+
+
+@pytest.fixture(scope="module")
+def cuda_timer(gpu_profile):
+    from infralab.perf.harness import CudaTimer
+    return CudaTimer()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exercise, challenge, shape", CASES)
+def test_kernel_is_correct_and_reaches_the_pass_bar(impl, perf_record, gpu_profile, cuda_timer, request,
+                                                    exercise, challenge, shape):
+    from infralab.perf.run import run_challenge
+    if challenge["profiles"] and gpu_profile.name not in challenge["profiles"]:
+        pytest.skip(f"challenge {challenge['id']} is declared for {challenge['profiles']}, not {gpu_profile.name}")
+    entry = run_challenge(impl(exercise), challenge, shape, gpu_profile, timer=cuda_timer,
+                          target=request.config.getoption("infralab_target"), exercise=exercise,
+                          seed=request.getfixturevalue("seed"))
+    perf_record(entry)
+    assert entry["correct"], f"correctness gate: {entry['reason']}"
+    assert entry["decision"] == "accept", f"{entry['level']} ({entry['decision']}): {entry['reason']}"

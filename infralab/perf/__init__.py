@@ -1,0 +1,1 @@
+"""GPU performance challenges: hardware profiles, challenge specs, workloads, timing, verdicts."""

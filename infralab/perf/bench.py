@@ -1,0 +1,144 @@
+"""``infralab bench EXERCISE``: run an exercise's performance challenges on this GPU.
+
+Prints, per challenge and shape: achieved GB/s or TFLOP/s, % of the profile's ceiling, the
+ratio to the same-run baseline, the bar reached (challenge / pass / below pass), the decision
+(accept / tune / reject) and the environment; ``--record`` writes them into a result record.
+Without a CUDA GPU it says so and exits cleanly (a CPU run is never a performance result).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+import time
+from typing import Any
+
+from infralab.course import Course, Exercise, load_course
+from infralab.perf.decision import evidence
+from infralab.perf.profiles import Profile, current_device, detect, load_profiles
+from infralab.record import build_record, write_record
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("exercise", help="e.g. rmsnorm or part03_kernels.rmsnorm")
+    p.add_argument("--target", default="exercises",
+                   help="exercises (default), solutions, a submission folder, or mutant:<part>.<exercise>:<name>")
+    p.add_argument("--challenge", action="append", help="only this challenge id (repeatable)")
+    p.add_argument("--profile", help="judge against this profile instead of the detected one")
+    p.add_argument("--json", action="store_true", help="print the record as JSON")
+    p.add_argument("--record", metavar="PATH", help="write the result record (JSON) here")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--time-cap", type=float, default=10.0, help="seconds of sampling per shape (default 10)")
+    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+
+
+def _exercise(course: Course, name: str) -> Exercise:
+    found = course.select(exercises=[name])
+    if len(found) > 1:  # `rmsnorm` names part01's and part03's: the one with challenges
+        found = tuple(e for e in found if e.perf)
+    if len(found) != 1:
+        from infralab.errors import InfralabError
+        raise InfralabError(f"no single exercise named {name!r}")
+    return found[0]
+
+
+def _profile(args, course: Course) -> tuple[Profile | None, str]:
+    profiles = load_profiles(course.root / course.profiles_dir)
+    dev = current_device()
+    if args.profile:
+        if dev is None:
+            return None, "no CUDA GPU on this machine: performance challenges need a GPU"
+        if args.profile not in profiles:
+            return None, f"no profile {args.profile!r}"
+        return profiles[args.profile], f"profile {args.profile} chosen with --profile"
+    return detect(profiles, dev)
+
+
+def run(args: argparse.Namespace) -> int:
+    course = load_course(args.course)
+    ex = _exercise(course, args.exercise)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    challenges = [c for c in ex.perf if not args.challenge or c["id"] in args.challenge]
+    if not challenges:
+        print(f"infralab bench: {ex.id} declares no performance challenge"
+              + (f" named {args.challenge}" if args.challenge else ""))
+        return 0
+    profile, reason = _profile(args, course)
+    if profile is None or not profile.runs_perf:
+        print(f"infralab bench {ex.id}: {reason}. No registered GPU: nothing was timed "
+              f"(on a CPU, `pytest` checks correctness under the Triton interpreter; that is a logic check, "
+              f"never a performance result).")
+        if args.record:
+            write_record(build_record(course, args.target, "bench", [], started=started,
+                                      duration_s=time.perf_counter() - t0, exercise_ids=[ex.id],
+                                      perf=[{"exercise": ex.id, "evidence": evidence(None, on_gpu=False),
+                                             "decision": None, "reason": reason}]), args.record)
+        return 0
+    entries = measure(course, ex, challenges, profile, args.target, seed=args.seed, time_cap=args.time_cap)
+    record = build_record(course, args.target, "bench", [], started=started, duration_s=time.perf_counter() - t0,
+                          exercise_ids=[ex.id], perf=entries,
+                          flags=[{"exercise": e["exercise"], "challenge": e["challenge"], "flag": f}
+                                 for e in entries for f in e.get("flags", [])])
+    if args.record:
+        write_record(record, args.record)
+    if args.json:
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+    else:
+        print_bench(entries, profile)
+    return 0 if all(e["decision"] == "accept" for e in entries) else 1
+
+
+def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profile, target: str, *,
+            seed: int = 0, time_cap: float = 10.0) -> list[dict[str, Any]]:
+    """Every (challenge, shape) of ``ex`` on this GPU, judged against ``profile``: record entries."""
+    from infralab.perf.harness import CudaTimer, SamplingPolicy
+    from infralab.perf.run import run_challenge
+    from infralab.targets import InProcessTarget, parse_target
+
+    tgt = InProcessTarget(parse_target(target, course.root), {e.id: e.banned for e in course.exercises})
+    try:
+        module = tgt.load(ex.id)
+    except Exception as exc:  # a target that does not import: rejected, nothing timed
+        return [{"exercise": ex.id, "challenge": c["id"], "correct": False, "decision": "reject", "level": "incorrect",
+                 "reason": f"does not import: {str(exc).splitlines()[0]}", "flags": [], "metrics": {},
+                 "evidence": evidence(profile, on_gpu=True)} for c in challenges]
+    timer = CudaTimer()
+    policy = SamplingPolicy(time_cap_s=time_cap)
+    entries = []
+    try:
+        for c in challenges:
+            if c["profiles"] and profile.name not in c["profiles"]:
+                continue
+            for shape in c["shapes"]:
+                entries.append(run_challenge(module, c, shape, profile, timer=timer, target=target,
+                                             exercise=ex.id, seed=seed, policy=policy))
+    finally:
+        tgt.close()
+    return entries
+
+
+def print_bench(entries: list[dict[str, Any]], profile: Profile) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"profile {profile.name} ({profile.status})")
+    for col in ("challenge", "shape", "achieved", "% ceiling", "vs baseline", "bar", "decision"):
+        table.add_column(col)
+    for e in entries:
+        m = e.get("metrics") or {}
+        shape = ",".join(f"{k}={v}" for k, v in (e.get("workload", {}).get("shape") or {}).items())
+        frac = m.get("fraction_of_ceiling")
+        table.add_row(
+            e["challenge"], shape, f"{m['achieved']:,.1f} {m['unit']}" if m else "-",
+            f"{100 * frac:.1f}%" if frac is not None else "-",
+            f"{m['ratio_to_baseline']:.3f}x {e['workload']['baseline']}" if m else "-",
+            e["level"], e["decision"])
+    console = Console()
+    console.print(table)
+    for e in entries:
+        console.print(f"{e['challenge']}: {e['reason']}")
+    if entries and entries[0].get("environment"):
+        env = entries[0]["environment"]
+        console.print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()))

@@ -1,0 +1,158 @@
+"""Timing (PERF.md, "How to time"): CUDA events, an L2 flush before each sample, interleaved
+candidate and baseline, median of >= 30 samples with an early stop, a host wall-time cross-check.
+
+The statistics and the sampling loop take a :class:`Timer`; :class:`CudaTimer` is the real one,
+the kit's tests pass a fake one, so nothing here needs a GPU to be tested.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Runner = Callable[[int], Any]  # runner(i): one call on input set i (the runner picks i mod its sets)
+
+
+class Timer(Protocol):
+    def time_batch(self, runner: Runner, calls: int, start: int) -> float:
+        """Flush L2, then time ``calls`` calls (inputs start, start+1, ...); seconds per call."""
+
+    def wall_check(self, runner: Runner, calls: int) -> tuple[float, float]:
+        """(event seconds, host wall seconds) around one synchronised batch, no flush."""
+
+
+@dataclass(frozen=True)
+class SamplingPolicy:
+    min_samples: int = 30
+    max_samples: int = 400
+    rel_se: float = 0.01  # stop once every runner's standard error is below this share of its median
+    time_cap_s: float = 10.0  # per shape, all runners together
+    short_kernel_s: float = 20e-6  # under this, several calls per event pair
+    batch_target_s: float = 200e-6  # ... as many as make a batch about this long
+    max_calls: int = 64
+
+
+@dataclass
+class Timing:
+    """One runner's samples (seconds per call) and their summary."""
+
+    samples: list[float]
+    calls: int
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def rel_se(self) -> float:
+        """Standard error of the mean over the median."""
+        n = len(self.samples)
+        if n < 2:
+            return math.inf
+        return statistics.stdev(self.samples) / math.sqrt(n) / self.median
+
+    def summary(self) -> dict[str, float]:
+        return {"median_ms": self.median * 1e3, "min_ms": min(self.samples) * 1e3,
+                "max_ms": max(self.samples) * 1e3, "se_pct": 100 * self.rel_se,
+                "samples": len(self.samples), "calls_per_sample": self.calls}
+
+
+@dataclass
+class SamplingResult:
+    timings: dict[str, Timing]
+    stopped: str  # converged | max_samples | time_cap
+    notes: list[str] = field(default_factory=list)
+
+
+def calls_per_sample(single_call_s: float, policy: SamplingPolicy) -> int:
+    """1 for kernels over ``short_kernel_s``; else enough calls for a batch of ``batch_target_s``."""
+    if single_call_s >= policy.short_kernel_s:
+        return 1
+    return max(2, min(policy.max_calls, math.ceil(policy.batch_target_s / max(single_call_s, 1e-7))))
+
+
+def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: SamplingPolicy,
+                       calls: dict[str, int], clock: Callable[[], float] = time.monotonic) -> SamplingResult:
+    """Round-robin over the runners (the order rotates each round), one sample each per round.
+
+    Stops when every runner has >= min_samples and a standard error under rel_se of its median,
+    or at max_samples, or when the time cap is reached (after at least min_samples if the cap allows).
+    """
+    names = list(runners)
+    out = {n: Timing([], calls[n]) for n in names}
+    t0 = clock()
+    rounds = 0
+    while True:
+        order = names[rounds % len(names):] + names[: rounds % len(names)]
+        for n in order:
+            out[n].samples.append(timer.time_batch(runners[n], calls[n], rounds * calls[n]))
+        rounds += 1
+        if rounds >= policy.min_samples and all(t.rel_se < policy.rel_se for t in out.values()):
+            return SamplingResult(out, "converged")
+        if rounds >= policy.max_samples:
+            return SamplingResult(out, "max_samples")
+        if clock() - t0 > policy.time_cap_s and rounds >= 3:
+            res = SamplingResult(out, "time_cap")
+            if rounds < policy.min_samples:
+                res.notes.append(f"only {rounds} samples in the {policy.time_cap_s:g} s cap")
+            return res
+
+
+def wall_mismatch(event_s: float, wall_s: float) -> bool:
+    """Host wall time well above event time: work escaped the timed stream (another stream, host)."""
+    return wall_s > 1.25 * event_s + 1e-3
+
+
+class CudaTimer:
+    """CUDA events on the current stream; before each sample, writes a buffer of 2x the L2 size."""
+
+    def __init__(self, device: Any = None):
+        import torch
+        self.torch = torch
+        props = torch.cuda.get_device_properties(device or torch.cuda.current_device())
+        self.l2_bytes = int(getattr(props, "L2_cache_size", 0)) or 64 * 2**20
+        self.flush_bytes = max(2 * self.l2_bytes, 128 * 2**20)
+        self._flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device="cuda")
+
+    def flush_l2(self) -> None:
+        self._flush.fill_(0x5A5A5A5A)
+
+    def time_batch(self, runner: Runner, calls: int, start: int) -> float:
+        torch = self.torch
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush_l2()
+        begin.record()
+        for i in range(calls):
+            runner(start + i)
+        end.record()
+        end.synchronize()
+        return begin.elapsed_time(end) / 1e3 / calls
+
+    def wall_check(self, runner: Runner, calls: int) -> tuple[float, float]:
+        torch = self.torch
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        begin.record()
+        for i in range(calls):
+            runner(i)
+        end.record()
+        torch.cuda.synchronize()  # the whole device: work on other streams included
+        wall = time.perf_counter() - t0
+        return begin.elapsed_time(end) / 1e3, wall
+
+
+def warm_up(runner: Runner, timer: Timer, min_calls: int = 3, min_s: float = 0.2,
+            clock: Callable[[], float] = time.monotonic) -> float:
+    """Run until JIT compilation and autotuning are behind us; return one call's time (seconds)."""
+    t0 = clock()
+    n = 0
+    while n < min_calls or clock() - t0 < min_s:
+        runner(n)
+        n += 1
+        if n > 10_000:
+            break
+    return statistics.median(timer.time_batch(runner, 1, i) for i in range(3))

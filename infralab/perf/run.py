@@ -1,0 +1,216 @@
+"""Running one challenge at one shape on the GPU: correctness gate, warm-up, interleaved timing,
+re-checks on timed outputs, verdict, and the result-record entry (course evidence terms).
+
+Order, for a candidate module and a baseline:
+1. correctness gate: the allocator's free memory is poisoned (NaN bytes), the candidate runs on
+   fresh random inputs and its outputs are compared with the fp32 reference (a wrong or crashing
+   candidate is rejected here, with no timing);
+2. warm-up of both (JIT compile, autotune);
+3. interleaved sampling in two rounds, each on freshly drawn input sets; the outputs of the last
+   timed calls of each round are checked against the reference again;
+4. a host wall-time cross-check around a synchronised batch;
+5. the verdict (infralab.perf.decision) and the record entry.
+"""
+from __future__ import annotations
+
+import platform
+import subprocess
+from typing import Any
+
+from infralab.perf import decision
+from infralab.perf.harness import (SamplingPolicy, Timer, Timing, calls_per_sample, sample_interleaved,
+                                   wall_mismatch, warm_up)
+from infralab.perf.profiles import Profile
+from infralab.perf.spec import METRICS, work_amount
+from infralab.perf.workloads import WORKLOADS, Workload
+from infralab.testing import Mismatch, assert_close
+
+INPUT_SET_BUDGET_BYTES = 6 * 2**30
+
+
+def gpu_environment() -> dict[str, Any]:
+    """Device, driver, CUDA, torch, triton and clocks: recorded with every GPU figure."""
+    import torch
+    env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                           "cuda": torch.version.cuda}
+    try:
+        import triton
+        env["triton"] = triton.__version__
+    except ImportError:
+        env["triton"] = None
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        env.update(device=p.name, capability=f"{p.major}.{p.minor}", sm_count=p.multi_processor_count,
+                   memory_gib=round(p.total_memory / 2**30, 1), l2_mb=round(getattr(p, "L2_cache_size", 0) / 1e6, 1))
+        env.update(_nvidia_smi())
+    else:
+        env["device"] = "cpu"
+    return env
+
+
+def _nvidia_smi() -> dict[str, Any]:
+    fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "pstate"]
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return {}
+    values = [v.strip() for v in out.split(",")]
+    return {"driver": values[0], "clocks": dict(zip(fields[1:], values[1:]))} if len(values) == len(fields) else {}
+
+
+def _poison_free_memory(nbytes: int) -> None:
+    """Fill a block of the caching allocator with 0xFF bytes (NaN in every float dtype) and free it:
+    the candidate's output allocations then start from NaN, not from zeros or an earlier answer."""
+    import torch
+    block = torch.empty(int(nbytes), dtype=torch.uint8, device="cuda")
+    block.fill_(0xFF)
+    del block
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return int(value.numel() * value.element_size()) if hasattr(value, "numel") else 0
+
+
+def _outputs(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def check_outputs(wl: Workload, got: Any, inputs: dict, options: dict) -> str | None:
+    """None when ``got`` matches the reference; else the mismatch message."""
+    expected = _outputs(wl.reference(inputs, options))
+    got = _outputs(got)
+    if len(got) < len(expected):
+        return f"expected {len(expected)} outputs ({', '.join(wl.output_names)}), got {len(got)}"
+    try:
+        for name, g, e in zip(wl.output_names, got, expected):
+            assert_close(g, e, name=name, reduction=wl.reduction(inputs))
+    except Mismatch as m:
+        return str(m).splitlines()[0]
+    return None
+
+
+def _input_sets(wl: Workload, shape, dtype, options, seed: int, count: int, device: str) -> list[dict]:
+    return [wl.make_inputs(shape, dtype, options, seed + i, device) for i in range(count)]
+
+
+def _sync(device: str) -> None:
+    import torch
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
+                  timer: Timer, target: str, exercise: str, seed: int = 0,
+                  policy: SamplingPolicy | None = None, device: str = "cuda") -> dict[str, Any]:
+    """Measure ``module`` (the implementation under test) on one challenge shape; the record entry.
+
+    ``device`` is "cuda" for real measurements; the kit's tests pass "cpu" with a fake timer.
+    """
+
+    policy = policy or SamplingPolicy()
+    wl = WORKLOADS[challenge["workload"]]
+    opts = {**wl.options, **challenge["options"]}
+    dtype = challenge["dtype"]
+    baseline_fn = wl.baselines[challenge["baseline"]]
+    amount = work_amount(challenge, shape)
+    unit = METRICS[challenge["metric"]][1]
+    entry: dict[str, Any] = {
+        "exercise": exercise, "challenge": challenge["id"],
+        "workload": {"name": wl.name, "shape": dict(shape), "dtype": dtype, "options": opts,
+                     "metric": challenge["metric"], METRICS[challenge["metric"]][0]: amount,
+                     "baseline": challenge["baseline"]},
+        "candidate": {"target": target, "exercise": exercise, "function": wl.function},
+        "environment": gpu_environment() if device == "cuda" else {"device": device},
+        "evidence": decision.evidence(profile, on_gpu=device == "cuda"),
+    }
+    # 1. correctness gate on fresh inputs, outputs poisoned
+    gate_inputs = wl.make_inputs(shape, dtype, opts, seed, device)
+    set_bytes = max(1, _nbytes(list(gate_inputs.values())))
+    try:
+        if device == "cuda":
+            _poison_free_memory(4 * set_bytes + 2**20)
+        got = wl.call(module, gate_inputs, opts)
+        _sync(device)
+        problem = check_outputs(wl, got, gate_inputs, opts)
+    except Exception as exc:  # the candidate crashed, raised NotImplementedError, or called a banned routine
+        problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    del gate_inputs
+    if problem:
+        v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
+                           working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)
+        return {**entry, "correct": False, "metrics": {}, "flags": [], "level": v.level,
+                "decision": v.decision, "reason": v.reason}
+
+    # 2. warm-up; how many calls per event pair; how many input sets
+    probe = _input_sets(wl, shape, dtype, opts, seed + 1, 1, device)
+    one_cand = warm_up(lambda i: wl.call(module, probe[0], opts), timer)
+    one_base = warm_up(lambda i: baseline_fn(probe[0], opts), timer)
+    del probe
+    calls = {"candidate": calls_per_sample(one_cand, policy), "baseline": calls_per_sample(one_base, policy)}
+    n_sets = max(2, min(max(calls.values()), INPUT_SET_BUDGET_BYTES // set_bytes))
+
+    # 3. two rounds of interleaved sampling on fresh input sets, re-checking timed outputs
+    timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
+    stopped, notes, rechecks = [], [], []
+    half = SamplingPolicy(**{**policy.__dict__, "min_samples": max(policy.min_samples // 2, 2),
+                             "max_samples": max(policy.max_samples // 2, 2), "time_cap_s": policy.time_cap_s / 2})
+    for rnd in range(2):
+        sets = _input_sets(wl, shape, dtype, opts, seed + 100 * (rnd + 1), n_sets, device)
+        last: dict[int, Any] = {}
+
+        def cand(i: int, sets=sets, last=last) -> None:
+            last[i % len(sets)] = wl.call(module, sets[i % len(sets)], opts)
+
+        def base(i: int, sets=sets) -> None:
+            baseline_fn(sets[i % len(sets)], opts)
+
+        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls)
+        for k in timings:
+            timings[k] += res.timings[k].samples
+        stopped.append(res.stopped)
+        notes += res.notes
+        _sync(device)
+        k = sorted(last)[-1]
+        problem = check_outputs(wl, last[k], sets[k], opts)
+        rechecks.append(problem or "ok")
+        last.clear()
+        if rnd == 1:
+            event_s, wall_s = timer.wall_check(cand, max(calls["candidate"], 8))
+        del sets
+    cand_t = Timing(timings["candidate"], calls["candidate"])
+    base_t = Timing(timings["baseline"], calls["baseline"])
+    scale = 1e9 if unit == "GB/s" else 1e12
+    achieved = amount / cand_t.median / scale
+    baseline_achieved = amount / base_t.median / scale
+    ratio = base_t.median / cand_t.median
+    correct = all(r == "ok" for r in rechecks)
+    mismatch = wall_mismatch(event_s, wall_s)
+    ws = amount if unit == "GB/s" else set_bytes
+    v = decision.judge(challenge=challenge, profile=profile, achieved=achieved, unit=unit, ratio=ratio,
+                       working_set_bytes=ws, l2_bytes=timer_l2(timer), correct=correct, wall_mismatch=mismatch,
+                       correctness_message="; ".join(r for r in rechecks if r != "ok"))
+    entry["workload"].update(warmup="until JIT/autotune done, >= 3 calls and 0.2 s", samples=len(cand_t.samples),
+                             calls_per_sample=calls, input_sets=n_sets, l2_flush_bytes=getattr(timer, "flush_bytes", None),
+                             sampling_stopped=stopped, notes=notes)
+    entry["metrics"] = {
+        "unit": unit, "achieved": _sig(achieved), "baseline_achieved": _sig(baseline_achieved),
+        "ratio_to_baseline": round(ratio, 4),
+        "fraction_of_ceiling": None if v.fraction_of_ceiling is None else round(v.fraction_of_ceiling, 4),
+        "candidate": cand_t.summary(), "baseline": base_t.summary(),
+        "wall_check": {"event_ms": round(event_s * 1e3, 4), "wall_ms": round(wall_s * 1e3, 4)},
+        "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
+        "rechecks": rechecks,
+    }
+    return {**entry, "correct": correct, "flags": v.flags, "level": v.level, "decision": v.decision,
+            "reason": v.reason}
+
+
+def _sig(x: float, digits: int = 5) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def timer_l2(timer: Timer) -> int:
+    return int(getattr(timer, "l2_bytes", 0))

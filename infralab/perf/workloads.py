@@ -1,0 +1,243 @@
+"""Workloads of the performance challenges: inputs, the candidate's call, a reference, baselines.
+
+A challenge in course.yml names its workload (``workload: rmsnorm``). The workload knows:
+
+- ``dims``: the names of a shape (``M``, ``N``); ``options`` it accepts (``causal``);
+- ``make_inputs(shape, dtype, options, seed, device)``: random inputs, never zeros;
+- ``call(module, inputs, options)``: how the exercise's public function is called;
+- ``reference(inputs, options)``: the expected outputs, computed in fp32 with plain torch;
+- ``baselines``: library versions timed interleaved with the candidate (eager torch, cuBLAS,
+  SDPA's flash backend, torch.compile where it is cheap).
+
+Outputs are compared with :func:`infralab.testing.assert_close` at the input dtype's tolerance.
+torch is imported inside the functions so that loading course.yml stays light.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Inputs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    dims: tuple[str, ...]
+    function: str  # the exercise's public function that is timed
+    make_inputs: Callable[..., Inputs]
+    call: Callable[[Any, Inputs, dict], Any]
+    reference: Callable[[Inputs, dict], Any]
+    baselines: dict[str, Callable[[Inputs, dict], Any]]
+    options: dict[str, Any] = field(default_factory=dict)  # option -> default
+    reduction: Callable[[Inputs], int | None] = lambda inputs: None  # longest sum, for the tolerance
+    output_names: tuple[str, ...] = ("output",)
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _randn(shape, dtype, gen, device, scale=1.0):
+    torch = _torch()
+    return (torch.randn(*shape, generator=gen, device=device, dtype=torch.float32) * scale).to(dtype)
+
+
+def _gen(seed: int, device):
+    return _torch().Generator(device=device).manual_seed(seed)
+
+
+def _dtype(name: str):
+    return getattr(_torch(), name)
+
+
+def _compiled(fn: Callable) -> Callable:
+    """torch.compile of ``fn``, compiled once per process on first use."""
+    cache: dict[str, Callable] = {}
+
+    def run(inputs: Inputs, options: dict):
+        if "fn" not in cache:
+            cache["fn"] = _torch().compile(fn, dynamic=False)
+        return cache["fn"](inputs, options)
+    return run
+
+
+# --- vector_add -----------------------------------------------------------------------------
+
+def _add_inputs(shape, dtype, options, seed, device):
+    g = _gen(seed, device)
+    return {"x": _randn((shape["N"],), _dtype(dtype), g, device), "y": _randn((shape["N"],), _dtype(dtype), g, device)}
+
+
+def _add_eager(inp, opt):
+    return inp["x"] + inp["y"]
+
+
+# --- rmsnorm (fused residual add + RMSNorm) ----------------------------------------------------
+
+def _rms_inputs(shape, dtype, options, seed, device):
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    M, N = shape["M"], shape["N"]
+    return {"x": _randn((M, N), dt, g, device), "residual": _randn((M, N), dt, g, device),
+            "weight": (1.0 + 0.1 * _randn((N,), _torch().float32, g, device)).to(dt)}
+
+
+def _rms_eager(inp, opt):
+    torch = _torch()
+    eps = opt.get("eps", 1e-6)
+    h = inp["x"] + inp["residual"]
+    hf = h.float()
+    y = (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)).to(h.dtype) * inp["weight"]
+    return y, h
+
+
+def _rms_reference(inp, opt):
+    torch = _torch()
+    eps = opt.get("eps", 1e-6)
+    h = inp["x"].float() + inp["residual"].float()
+    y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * inp["weight"].float()
+    return y.to(inp["x"].dtype), h.to(inp["x"].dtype)
+
+
+# --- softmax ---------------------------------------------------------------------------------
+
+def _softmax_inputs(shape, dtype, options, seed, device):
+    return {"x": _randn((shape["M"], shape["N"]), _dtype(dtype), _gen(seed, device), device, scale=2.0)}
+
+
+def _softmax_eager(inp, opt):
+    return _torch().softmax(inp["x"], dim=-1)
+
+
+def _softmax_reference(inp, opt):
+    return _torch().softmax(inp["x"].float(), dim=-1).to(inp["x"].dtype)
+
+
+# --- matmul ----------------------------------------------------------------------------------
+
+def _mm_inputs(shape, dtype, options, seed, device):
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    return {"a": _randn((shape["M"], shape["K"]), dt, g, device), "b": _randn((shape["K"], shape["N"]), dt, g, device)}
+
+
+def _mm_cublas(inp, opt):
+    return _torch().matmul(inp["a"], inp["b"])
+
+
+def _mm_reference(inp, opt):
+    torch = _torch()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return torch.matmul(inp["a"].float(), inp["b"].float()).to(inp["a"].dtype)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+# --- flash_attention (forward, returns O and LSE) --------------------------------------------
+
+def _attn_inputs(shape, dtype, options, seed, device):
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
+    return {k: _randn((B, H, S, D), dt, g, device) for k in ("q", "k", "v")}
+
+
+def _sdpa_flash(inp, opt):
+    torch = _torch()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(inp["q"], inp["k"], inp["v"],
+                                                                is_causal=bool(opt.get("causal", False)))
+
+
+def _attn_reference(inp, opt):
+    """O and LSE (natural log, fp32, (B, H, S)) in fp32, one batch entry at a time."""
+    torch = _torch()
+    q, k, v = inp["q"], inp["k"], inp["v"]
+    B, H, S, D = q.shape
+    scale = 1.0 / math.sqrt(D)
+    outs, lses = [], []
+    for b in range(B):
+        s = torch.matmul(q[b].float(), k[b].float().transpose(-1, -2)) * scale
+        if opt.get("causal", False):
+            mask = torch.ones(S, k.shape[2], dtype=torch.bool, device=q.device).tril(k.shape[2] - S)
+            s = s.masked_fill(~mask, float("-inf"))
+        lse = torch.logsumexp(s, dim=-1)
+        outs.append(torch.matmul(torch.exp(s - lse[..., None]), v[b].float()).to(q.dtype))
+        lses.append(lse)
+        del s
+    return torch.stack(outs), torch.stack(lses)
+
+
+# --- decode_attention (split-KV, GQA) ------------------------------------------------------
+
+def _decode_inputs(shape, dtype, options, seed, device):
+    torch = _torch()
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    B, HQ, HKV, S, D = shape["B"], shape["HQ"], shape["HKV"], shape["S"], shape["D"]
+    return {"q": _randn((B, HQ, D), dt, g, device), "k_cache": _randn((B, HKV, S, D), dt, g, device),
+            "v_cache": _randn((B, HKV, S, D), dt, g, device),
+            "seq_lens": torch.full((B,), S, dtype=torch.int32, device=device)}
+
+
+def _decode_sdpa_flash(inp, opt):
+    torch = _torch()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        o = torch.nn.functional.scaled_dot_product_attention(inp["q"][:, :, None, :], inp["k_cache"],
+                                                             inp["v_cache"], enable_gqa=True)
+    return o[:, :, 0, :]
+
+
+def _decode_reference(inp, opt):
+    torch = _torch()
+    q, k, v, lens = inp["q"], inp["k_cache"], inp["v_cache"], inp["seq_lens"]
+    B, HQ, D = q.shape
+    group = HQ // k.shape[1]
+    out = torch.empty(B, HQ, D, dtype=q.dtype, device=q.device)
+    lse = torch.empty(B, HQ, dtype=torch.float32, device=q.device)
+    for b in range(B):
+        n = int(lens[b])
+        kb = k[b, :, :n].float().repeat_interleave(group, dim=0)  # (HQ, n, D)
+        vb = v[b, :, :n].float().repeat_interleave(group, dim=0)
+        s = torch.einsum("hd,hnd->hn", q[b].float(), kb) / math.sqrt(D)
+        out[b] = torch.einsum("hn,hnd->hd", torch.softmax(s, dim=-1), vb).to(q.dtype)
+        lse[b] = torch.logsumexp(s, dim=-1)
+    return out, lse
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    Workload("vector_add", ("N",), "vector_add", _add_inputs,
+             call=lambda m, i, o: m.vector_add(i["x"], i["y"]),
+             reference=lambda i, o: (i["x"].float() + i["y"].float()).to(i["x"].dtype),
+             baselines={"eager": _add_eager}),
+    Workload("rmsnorm", ("M", "N"), "fused_add_rmsnorm", _rms_inputs,
+             call=lambda m, i, o: m.fused_add_rmsnorm(i["x"], i["residual"], i["weight"], o.get("eps", 1e-6)),
+             reference=_rms_reference,
+             baselines={"eager": _rms_eager, "compile": _compiled(_rms_eager)},
+             options={"eps": 1e-6}, output_names=("output", "residual")),
+    Workload("softmax", ("M", "N"), "softmax", _softmax_inputs,
+             call=lambda m, i, o: m.softmax(i["x"]),
+             reference=_softmax_reference,
+             baselines={"eager": _softmax_eager, "compile": _compiled(_softmax_eager)}),
+    Workload("matmul", ("M", "N", "K"), "matmul", _mm_inputs,
+             call=lambda m, i, o: m.matmul(i["a"], i["b"]),
+             reference=_mm_reference, baselines={"cublas": _mm_cublas},
+             reduction=lambda i: int(i["a"].shape[1])),
+    Workload("flash_attention", ("B", "H", "S", "D"), "flash_attention", _attn_inputs,
+             call=lambda m, i, o: m.flash_attention(i["q"], i["k"], i["v"], causal=bool(o.get("causal", False))),
+             reference=_attn_reference, baselines={"sdpa_flash": _sdpa_flash},
+             options={"causal": False}, reduction=lambda i: int(i["k"].shape[2]),
+             output_names=("o", "lse")),
+    Workload("decode_attention", ("B", "HQ", "HKV", "S", "D"), "decode_attention", _decode_inputs,
+             call=lambda m, i, o: m.decode_attention(i["q"], i["k_cache"], i["v_cache"], i["seq_lens"]),
+             reference=_decode_reference, baselines={"sdpa_flash": _decode_sdpa_flash},
+             reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse")),
+)}
