@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	if [ "$(TORCH)" != "skip" ]; then $(BIN)/python -m pip install -q $(TORCH); fi
-	$(BIN)/python -m pip install -q -e '.[triton,dev]'
+	$(BIN)/python -m pip install -q -e '.[triton,dev,nbgrader]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,14 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/infralab check
+
+# Student notebooks (one per exercise, stubs + visible tests) in $(LAB_DIR), opened in JupyterLab;
+# existing notebooks (your work) are kept. Stop the server with Ctrl-C. See docs/notebooks.md.
+LAB_DIR ?= notebooks
+LAB_ARGS ?=
+lab: $(STAMP)
+	$(BIN)/infralab nbgrader export --student --out $(LAB_DIR)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab --notebook-dir=$(LAB_DIR) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

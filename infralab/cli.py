@@ -12,8 +12,11 @@ from infralab.errors import InfralabError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("infralab.check", "run the tests of your exercises and show your progress"),
     "validate": ("infralab.validate", "prove every exercise's tests sound (solution passes, stub and mutants fail)"),
+    "grade": ("infralab.grade", "grade submissions (folders, zips, a class) with the hidden tests, in isolation"),
+    "release": ("infralab.release", "write the student version of the course (no solutions, no hidden tests)"),
     "bench": ("infralab.perf.bench", "run an exercise's GPU performance challenge against your card's profile"),
     "profile": ("infralab.perf.profile_cmd", "hardware profiles: show, detect this GPU, calibrate a new card"),
+    "nbgrader": ("infralab.nbgrader.cli", "export the course as nbgrader notebooks; grade submitted notebooks securely"),
 }
 
 

@@ -1,0 +1,91 @@
+"""``infralab nbgrader export|grade``: the course as nbgrader notebooks, and their secure grading."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from infralab.course import load_course
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+    sub = p.add_subparsers(dest="nbgrader_command", required=True, metavar="ACTION")
+    ex = sub.add_parser("export", help="write an nbgrader course directory (source/<part>/<exercise>.ipynb)")
+    ex.add_argument("--out", required=True, help="the course directory to write (nbgrader's root)")
+    ex.add_argument("--part", action="append", help="only this part (repeatable); default: every part")
+    ex.add_argument("--exercise", action="append", help="only this exercise (repeatable), e.g. rmsnorm")
+    ex.add_argument("--student", action="store_true",
+                    help="student notebooks to work in (stubs, visible tests, no nbgrader regions); "
+                         "existing notebooks are kept")
+    ex.add_argument("--force", action="store_true", help="with --student: overwrite existing notebooks")
+    ex.add_argument("--db", default=None, help="gradebook database URL to write into nbgrader_config.py")
+    ck = sub.add_parser("check", help="check your notebooks' answers with the visible tests (as `infralab check`)")
+    ck.add_argument("notebooks", help="a folder of notebooks (<part>/<exercise>.ipynb), e.g. notebooks/")
+    ck.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
+    gr = sub.add_parser("grade", help="grade nbgrader's submitted notebooks with the judge; write the gradebook")
+    add_grade_arguments(gr)
+
+
+def add_grade_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("submitted", help="nbgrader's submitted/ folder (or the course directory holding it)")
+    p.add_argument("--db", default=None, help="gradebook database URL (default: sqlite gradebook.db of the course directory)")
+    p.add_argument("--assignment", action="append", help="only this assignment (repeatable)")
+    p.add_argument("--student", action="append", help="only this student (repeatable)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run student code in this process's pytest (for debugging; default: the isolated judge when installed)")
+
+
+def run(args: argparse.Namespace) -> int:
+    course = load_course(args.course)
+    if args.nbgrader_command == "export":
+        return _export(course, args)
+    if args.nbgrader_command == "check":
+        return _check(course, Path(args.notebooks), args.hidden)
+    return run_grade(course, Path(args.submitted), args)
+
+
+def _check(course, folder: Path, hidden: bool) -> int:
+    import tempfile
+
+    from infralab.nbgrader.extract import write_module
+    from infralab.outputs.terminal import print_record
+    from infralab.runner import TestRun, run_tests
+    found = [(nb, ex) for ex in course.exercises for nb in [folder / ex.part / f"{ex.name}.ipynb"] if nb.is_file()]
+    if not found:
+        print(f"infralab nbgrader check: no <part>/<exercise>.ipynb under {folder}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="infralab-nb-check-") as tmp:
+        for nb, ex in found:
+            write_module(nb, Path(tmp), ex.module_path)
+        record = run_tests(course, TestRun(target=tmp, exercises=tuple(ex for _, ex in found), hidden=hidden))
+    print_record(record)
+    return 0 if record["points"] == record["max_points"] and record["max_points"] > 0 else 1
+
+
+def _export(course, args) -> int:
+    from infralab.nbgrader.export import export_course
+    if args.part:
+        unknown = set(args.part) - {p.id for p in course.parts}
+        if unknown:
+            print(f"infralab nbgrader export: no part {sorted(unknown)}", file=sys.stderr)
+            return 2
+    t0 = time.perf_counter()
+    written = export_course(course, Path(args.out), parts=args.part, exercises=args.exercise, student=args.student,
+                            force=args.force, db_url=args.db)
+    for e in written:
+        print(f"{e.notebook}  ({e.points:g} points, {e.tests} test cells)")
+    print(f"{len(written)} notebook(s) in {time.perf_counter() - t0:.1f} s")
+    if not args.student:
+        print(f"next: cd {args.out} && nbgrader generate_assignment <part> --force")
+    return 0
+
+
+def run_grade(course, submitted: Path, args) -> int:
+    from infralab.nbgrader.grade import grade_submissions
+    results = grade_submissions(course, submitted, db_url=args.db, assignments=args.assignment,
+                                students=args.student, isolated=None if not args.in_process else False)
+    for r in results:
+        print(f"{r.student:20s} {r.assignment:24s} {r.notebook:20s} {r.points:7.2f} / {r.max_points:g}  {r.status}")
+    return 0

@@ -1,0 +1,179 @@
+"""course.yml -> an nbgrader course directory: one assignment per part, one notebook per exercise.
+
+A notebook holds, in order: the specification (the stub's module docstring and each public
+definition's docstring, as markdown), a read-only setup cell, the answer cell (the stub's
+signatures and docstrings, the solution's bodies in ``### BEGIN SOLUTION`` regions), then one
+autograded cell per test: the visible tests of ``exercises/<part>/tests/`` in plain cells and
+the hidden tests of ``graders/`` between ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``.
+Each test cell is worth the exercise's points (course.yml) times its weight's share, the
+split ``infralab grade`` uses. The test source is read from the test files at export time.
+
+A student export (``student=True``, or no solutions/graders at hand) writes the stub as the
+answer cell and only the visible tests, without nbgrader regions: notebooks to work in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from infralab.course import Course, Exercise
+from infralab.nbgrader.notebook import MAGIC
+from infralab.nbgrader.source import answer_cell, rst_to_markdown, specification
+from infralab.nbgrader.testsource import TestFile, read_test_file
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+ANSWER_ID = "answer"
+
+NBGRADER_CONFIG = '''\
+"""nbgrader configuration written by `infralab nbgrader export` (edit freely; re-export overwrites)."""
+c = get_config()  # noqa: F821 - provided by nbgrader
+
+c.CourseDirectory.course_id = {course_id!r}
+{db_line}# Feedback pages show the tests' verdicts, not the hidden tests' source.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+# Torch and Triton on a CPU can take a while for the hidden tests of one exercise.
+c.ExecutePreprocessor.timeout = 600
+'''
+
+
+@dataclass(frozen=True)
+class Exported:
+    assignment: str
+    notebook: Path
+    points: float
+    tests: int
+
+
+def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
+          points: float | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+            "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def split_points(total: float, weights: list[float]) -> list[float]:
+    """``total`` over ``weights`` in shares rounded to 1/1000; the rounding rest goes to the last."""
+    if not weights:
+        return []
+    whole = sum(weights)
+    shares = [round(total * w / whole, 3) for w in weights]
+    shares[-1] = round(total - sum(shares[:-1]), 3)
+    return shares
+
+
+def _spec_cells(ex: Exercise, stub_text: str) -> list:
+    spec = specification(stub_text)
+    head = (f"# {ex.title.zh} · {ex.title.en}\n\n"
+            f"`{ex.id}` · {ex.points:g} points · textbook: {ex.textbook}\n\n"
+            f"{rst_to_markdown(spec.module_doc)}")
+    cells = [new_markdown_cell(head)]
+    for name, signature, doc in spec.definitions:
+        cells.append(new_markdown_cell(f"### `{name}`\n\n```python\n{signature}\n```\n\n```text\n{doc}\n```"))
+    return cells
+
+
+def _setup_cell(ex: Exercise, instructor: bool):
+    banned = f", banned={list(ex.banned)!r}" if ex.banned else ""
+    src = ("# Setup (read-only): loads the course's test runner for the %%infralab_test cells below.\n"
+           "from infralab.nbgrader.notebook import setup\n\n"
+           f"setup({ex.id!r}{banned})")
+    return new_code_cell(src, metadata=_meta(f"{ex.name}_setup", locked=True) if instructor else {})
+
+
+def _test_cells(ex: Exercise, tests: TestFile, visibility: str, points: list[float], instructor: bool) -> list:
+    cells = []
+    hidden = visibility == "hidden"
+    if not hidden and tests.preamble.strip():
+        meta = _meta(f"{ex.name}_visible_setup", locked=True) if instructor else {}
+        cells.append(new_code_cell(f"%%{MAGIC} visible\n{tests.preamble}", metadata=meta))
+    for i, (piece, pts) in enumerate(zip(tests.tests, points)):
+        body = piece.source
+        if hidden:
+            if i == 0 and tests.preamble.strip():
+                body = f"{tests.preamble}\n\n\n{body}"
+            body = f"{HIDDEN_BEGIN}\n{body}\n{HIDDEN_END}"
+        grade_id = f"{ex.name}_{'h' if hidden else 'v'}_{piece.name}"
+        meta = _meta(grade_id, grade=True, locked=True, points=pts) if instructor else {}
+        cells.append(new_code_cell(f"%%{MAGIC} {visibility}\n{body}", metadata=meta))
+    return cells
+
+
+_TESTS_INTRO = {
+    "visible": ("## Tests you can run · 可见测试\n\n"
+                "Run these cells after your answer cell: each prints `PASSED`, or `FAILED` with what "
+                "differs and which known mistake it looks like.\n\n"
+                "写完上面的答案单元后运行这些单元；失败时会说明哪里不同、像哪种常见错误。"),
+    "hidden": ("## Graded tests · 评分测试\n\n"
+               "These cells hold the hidden tests: they are empty in your copy and run when your "
+               "notebook is graded.\n\n隐藏测试在评分时运行。"),
+}
+
+
+def exercise_notebook(course: Course, ex: Exercise, *, student: bool = False) -> tuple[nbformat.NotebookNode, float, int]:
+    """The notebook of one exercise; with its total points and number of test cells."""
+    root = course.root
+    stub_text = (root / "exercises" / ex.module_path).read_text(encoding="utf-8")
+    solution_file = root / "solutions" / ex.module_path
+    instructor = not student
+    solution_text = solution_file.read_text(encoding="utf-8") if instructor else None
+    files = [("visible", read_test_file(root / ex.visible_tests))]
+    if instructor:
+        files.append(("hidden", read_test_file(root / ex.hidden_tests)))
+    weights = [p.weight for _, f in files for p in f.tests]
+    points = split_points(ex.points, weights)
+
+    cells = _spec_cells(ex, stub_text)
+    cells.append(_setup_cell(ex, instructor))
+    cells.append(new_markdown_cell("## Your answer · 你的实现\n\nFill in the function bodies below; keep the "
+                                   "names and signatures. 在下面补全函数体，不要改函数名和参数。"))
+    answer = answer_cell(stub_text, solution_text)
+    cells.append(new_code_cell(answer, metadata=_meta(ANSWER_ID, solution=True)))  # also how extraction finds it
+    start = 0
+    for visibility, tests in files:
+        share = points[start:start + len(tests.tests)]
+        start += len(tests.tests)
+        cells.append(new_markdown_cell(_TESTS_INTRO[visibility]))
+        cells.extend(_test_cells(ex, tests, visibility, share, instructor))
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "infralab": {"exercise": ex.id},
+    })
+    return nb, ex.points, len(weights)
+
+
+def export_course(course: Course, out: Path, *, parts: list[str] | None = None,
+                  exercises: list[str] | None = None, student: bool = False,
+                  force: bool = False, db_url: str | None = None) -> list[Exported]:
+    """Write the course directory under ``out``; returns what was written.
+
+    Instructor export: ``out/nbgrader_config.py`` and ``out/source/<part>/<exercise>.ipynb``.
+    Student export: ``out/<part>/<exercise>.ipynb``; an existing notebook (a student's work) is
+    kept unless ``force``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Exported] = []
+    if not student:
+        config = out / "nbgrader_config.py"
+        db_line = f"c.CourseDirectory.db_url = {db_url!r}\n" if db_url else ""
+        config.write_text(NBGRADER_CONFIG.format(course_id=course.id, db_line=db_line), encoding="utf-8")
+    for ex in course.select(parts, exercises):
+        folder = out / ("source" if not student else "") / ex.part
+        path = folder / f"{ex.name}.ipynb"
+        if student and path.exists() and not force:
+            continue
+        nb, points, tests = exercise_notebook(course, ex, student=student)
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+        written.append(Exported(ex.part, path, points, tests))
+    return written

@@ -1,0 +1,216 @@
+"""infralab.nbgrader without a kernel: answer cells, test splitting, points, the cell runner."""
+from __future__ import annotations
+
+import ast
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbgrader")
+
+from infralab.course import load_course  # noqa: E402
+from infralab.nbgrader import notebook  # noqa: E402
+from infralab.nbgrader.export import exercise_notebook, export_course, split_points  # noqa: E402
+from infralab.nbgrader.extract import answer_source, fill_answer, is_answer_cell  # noqa: E402
+from infralab.nbgrader.gradebook import cell_verdicts, grade_id  # noqa: E402
+from infralab.nbgrader.source import BEGIN, END, answer_cell, strip_solution_markers  # noqa: E402
+from infralab.nbgrader.testsource import read_test_file  # noqa: E402
+from infralab.testing import assert_close  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = load_course(ROOT)
+EXERCISES = [ex for ex in COURSE.exercises]
+
+
+def _student_version(source: str) -> str:
+    """What nbgrader's ClearSolutions leaves of an answer cell."""
+    from nbformat.v4 import new_code_cell
+    from nbgrader.preprocessors import ClearSolutions
+    cell = new_code_cell(source, metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": "a",
+                                                        "locked": False, "schema_version": 3, "task": False}})
+    cell, _ = ClearSolutions().preprocess_cell(cell, {"language": "python"}, 0)
+    return cell.source
+
+
+def _module_from(code: str) -> dict:
+    ns: dict = {"__name__": "answer_under_test"}
+    exec(compile(code, "<answer>", "exec"), ns)  # noqa: S102 - the course's own code
+    return ns
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=[ex.id for ex in EXERCISES])
+def test_answer_cell_keeps_the_stub_and_hides_the_solution(ex):
+    stub = (ROOT / "exercises" / ex.module_path).read_text(encoding="utf-8")
+    solution = (ROOT / "solutions" / ex.module_path).read_text(encoding="utf-8")
+    cell = answer_cell(stub, solution)
+    assert cell.count(BEGIN) == cell.count(END) > 0
+    for node in ast.walk(ast.parse(stub)):  # every docstring of the stub is in the cell, word for word
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node, clean=False):
+            assert ast.get_docstring(node, clean=False) in cell, f"{node.name}'s docstring is missing"
+    filled = _module_from(strip_solution_markers(cell))
+    student = _module_from(_student_version(cell))  # defines everything, raises nothing at import
+    for name in ex.public:
+        assert name in filled and name in student, f"{name} missing from the answer cell"
+
+
+def test_filled_answer_matches_the_solution_and_student_version_raises():
+    ex = COURSE.exercise("part01_transformer.rmsnorm")
+    stub = (ROOT / "exercises" / ex.module_path).read_text(encoding="utf-8")
+    solution = (ROOT / "solutions" / ex.module_path).read_text(encoding="utf-8")
+    cell = answer_cell(stub, solution)
+    import torch
+    x, w = torch.randn(3, 16), torch.randn(16)
+    filled = _module_from(strip_solution_markers(cell))
+    assert_close(filled["rms_norm"](x, w), _module_from(solution)["rms_norm"](x, w))
+    with pytest.raises(NotImplementedError):
+        _module_from(_student_version(cell))["rms_norm"](x, w)
+    body_line = "h = h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps)"
+    assert body_line in cell and body_line not in _student_version(cell)
+
+
+def test_helpers_the_stub_lacks_go_in_a_region_that_fails_softly():
+    stub = 'import torch\n\n\ndef f(x):\n    """Doc."""\n    raise NotImplementedError("f")\n'
+    solution = ('import math\nimport torch\n\nSCALE = 2.0\n\n\ndef _double(x):\n    return x * SCALE\n\n\n'
+                'def f(x):\n    """Doc."""\n    return _double(x) + math.pi\n')
+    cell = answer_cell(stub, solution)
+    assert "import math" in cell.split(BEGIN)[0]  # imports stay visible
+    assert _module_from(strip_solution_markers(cell))["f"](1.0) == pytest.approx(2.0 + 3.141592653589793)
+    student = _module_from(_student_version(cell))
+    assert "_double" not in student and "SCALE" not in student
+    with pytest.raises(NotImplementedError):
+        student["f"](1.0)
+
+
+def test_split_points_sums_exactly_and_follows_the_weights():
+    shares = split_points(5, [1, 1, 1, 2, 2, 1, 1, 1, 1, 2])
+    assert sum(shares) == pytest.approx(5, abs=1e-9)
+    assert shares[3] == pytest.approx(2 * shares[0], abs=2e-3)
+    assert split_points(3, []) == []
+
+
+def test_test_files_split_into_preamble_and_weighted_tests():
+    ex = COURSE.exercise("part01_transformer.rmsnorm")
+    hidden = read_test_file(ROOT / ex.hidden_tests)
+    names = [t.name for t in hidden.tests]
+    assert "test_rms_norm_eps_is_inside_the_square_root" in names
+    assert all(t.source.lstrip().startswith(("def ", "@")) for t in hidden.tests)
+    assert "def reference_rms_norm" in hidden.preamble and "def test_" not in hidden.preamble
+    weights = {t.name: t.weight for t in hidden.tests}
+    assert weights["test_rms_norm_eps_is_inside_the_square_root"] == 2
+    assert weights["test_rms_norm_reduces_over_the_last_dimension_only"] == 1
+
+
+def test_notebook_points_add_up_to_course_yml_and_hidden_tests_are_marked():
+    ex = COURSE.exercise("part01_transformer.rmsnorm")
+    nb, points, n_tests = exercise_notebook(COURSE, ex)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert len(graded) == n_tests == len(read_test_file(ROOT / ex.visible_tests).tests) + \
+        len(read_test_file(ROOT / ex.hidden_tests).tests)
+    assert sum(c.metadata["nbgrader"]["points"] for c in graded) == pytest.approx(ex.points, abs=1e-9)
+    hidden = [c for c in graded if "_h_" in c.metadata["nbgrader"]["grade_id"]]
+    assert hidden and all("### BEGIN HIDDEN TESTS" in c.source and "### END HIDDEN TESTS" in c.source
+                          for c in hidden)
+    assert all(c.source.startswith("%%infralab_test ") for c in graded)
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
+    assert len(ids) == len(set(ids))
+
+
+def test_student_export_has_the_stub_and_only_visible_tests(tmp_path):
+    written = export_course(COURSE, tmp_path, exercises=["rmsnorm"], student=True)
+    nb = nbformat.read(written[0].notebook, as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    assert "BEGIN" not in text and "%%infralab_test hidden" not in text
+    assert 'raise NotImplementedError("rms_norm")' in answer_source(nb)
+    (nb.cells[0]).source = "my notes"
+    nbformat.write(nb, written[0].notebook)
+    assert export_course(COURSE, tmp_path, exercises=["rmsnorm"], student=True) == []  # work is kept
+    assert nbformat.read(written[0].notebook, as_version=4).cells[0].source == "my notes"
+
+
+def test_answer_extraction_comments_out_ipython_lines_and_fill_replaces_the_answer():
+    ex = COURSE.exercise("part01_transformer.rmsnorm")
+    nb, _, _ = exercise_notebook(COURSE, ex)
+    nb = fill_answer(nb, "%timeit 1\n!ls\ndef rms_norm(x, weight, eps=1e-6):\n    return x\n")
+    code = answer_source(nb)
+    ast.parse(code)
+    assert "# (IPython line left out) %timeit 1" in code
+    assert sum(is_answer_cell(c) for c in nb.cells) == 1
+
+
+def test_cell_verdicts_split_points_by_weight_and_fail_closed():
+    record = {"tests": [
+        {"name": "test_a", "visibility": "hidden", "outcome": "passed", "weight": 1.0, "message": ""},
+        {"name": "test_b[1]", "visibility": "hidden", "outcome": "passed", "weight": 1.0, "message": ""},
+        {"name": "test_b[2]", "visibility": "hidden", "outcome": "failed", "weight": 1.0, "message": "wrong"},
+        {"name": "test_gpu", "visibility": "visible", "outcome": "skipped", "weight": 1.0, "message": "no GPU"},
+    ]}
+    cells = {grade_id("ex", "hidden", "test_a"): 1.0, grade_id("ex", "hidden", "test_b"): 2.0,
+             grade_id("ex", "visible", "test_gpu"): 0.5, grade_id("ex", "hidden", "test_missing"): 1.0}
+    v = cell_verdicts(record, "ex", cells)
+    assert v["ex_h_test_a"].score == 1.0 and v["ex_h_test_a"].passed
+    assert v["ex_h_test_b"].score == 1.0 and not v["ex_h_test_b"].passed and "wrong" in v["ex_h_test_b"].message
+    assert v["ex_v_test_gpu"].score == 0.5
+    assert v["ex_h_test_missing"].score == 0.0
+
+
+# --- the kernel-side runner, called directly -------------------------------------------------
+
+@pytest.fixture
+def session():
+    return notebook._Session("part01_transformer.rmsnorm", ())
+
+
+def test_runner_keeps_warnings_and_stderr_off_stderr(session, capfd):
+    def test_noisy(seed):
+        warnings.warn("torch says something", UserWarning)
+        print("to python stderr", file=sys.stderr)
+        import os
+        os.write(2, b"to fd 2\n")
+    line = notebook.run_test(test_noisy, session)
+    out, err = capfd.readouterr()
+    assert err == ""
+    assert "to fd 2" in out and "to python stderr" in out
+    assert line.startswith("PASSED test_noisy") and "UserWarning: torch says something" in line
+
+
+def test_runner_reports_failures_with_the_message(session):
+    def test_wrong():
+        import torch
+        assert_close(torch.ones(3), torch.zeros(3), mistakes={"ones instead of zeros": torch.ones(3)})
+    with pytest.raises(notebook.TestFailed) as info:
+        notebook.run_test(test_wrong, session)
+    assert "This looks like: ones instead of zeros" in str(info.value)
+    assert info.value._render_traceback_()[0].startswith("\x1b[31mFAILED")
+
+    def test_stub():
+        raise NotImplementedError("rms_norm")
+    with pytest.raises(notebook.TestFailed, match="not implemented yet"):
+        notebook.run_test(test_stub, session)
+
+
+def test_runner_expands_parametrize_and_gives_fresh_generators(session):
+    seen = []
+
+    @pytest.mark.parametrize("n", [1, 2, 3])
+    def test_cases(n, gen, seed):
+        seen.append((n, seed))
+        assert gen.initial_seed() == seed
+
+    notebook.run_test(test_cases, session)
+    assert [n for n, _ in seen] == [1, 2, 3]
+
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_second_fails(n):
+        assert n == 1, "n must be 1"
+    with pytest.raises(notebook.TestFailed, match=r"test_second_fails\[n=2\]"):
+        notebook.run_test(test_second_fails, session)
+
+
+def test_runner_rejects_unknown_fixtures(session):
+    def test_needs_monkeypatch(monkeypatch):
+        pass
+    with pytest.raises(notebook.TestFailed, match="monkeypatch"):
+        notebook.run_test(test_needs_monkeypatch, session)
