@@ -1,0 +1,1 @@
+"""Part 06: post-training: preference optimisation (DPO, IPO, conservative DPO)."""

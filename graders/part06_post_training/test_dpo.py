@@ -1,0 +1,237 @@
+"""Hidden tests for part06_post_training.dpo."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infralab.testing import assert_close, randn
+
+MODULE = "part06_post_training.dpo"
+
+
+# ---- sequence log-probabilities ---------------------------------------------------------------
+
+def reference_sequence_logps(logits, ids, mask, average=False):
+    """Token by token, in fp64: position t is predicted by the logits at t - 1."""
+    out = torch.zeros(logits.shape[0], dtype=torch.float64)
+    for b in range(logits.shape[0]):
+        positions = torch.nonzero(mask[b, 1:]).flatten() + 1          # response tokens, t >= 1
+        predictors = torch.log_softmax(logits[b, positions - 1].double(), -1)
+        out[b] = predictors[torch.arange(len(positions)), ids[b, positions]].sum()
+        if average:
+            out[b] /= max(len(positions), 1)
+    return out.float()
+
+
+def logps_mistakes(logits, ids, mask, average=False):
+    lp = logits.float().log_softmax(-1)
+    unshifted = lp.gather(-1, ids.unsqueeze(-1)).squeeze(-1)                 # logits[t] scored token t
+    shifted = lp[:, :-1].gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    m = mask.float()
+    n = m[:, 1:].sum(-1).clamp(min=1)
+
+    def finish(total, count):
+        return total / count if average else total
+    return {
+        "logits not shifted: logits[:, t] scored token t instead of token t + 1":
+            lambda: finish((unshifted * m).sum(-1), m.sum(-1).clamp(min=1)),
+        "prompt (and padding) tokens counted: the response mask was not applied":
+            lambda: finish(shifted.sum(-1), torch.full_like(n, ids.shape[1] - 1)),
+        "mask shifted the wrong way (mask[:, :-1] instead of mask[:, 1:])":
+            lambda: finish((shifted * m[:, :-1]).sum(-1), m[:, :-1].sum(-1).clamp(min=1)),
+        "mean over response tokens instead of the sum": lambda: (shifted * m[:, 1:]).sum(-1) / n,
+        "sum instead of the mean over response tokens": lambda: (shifted * m[:, 1:]).sum(-1),
+    }
+
+
+def random_batch(g, B, T, V, dtype=torch.float32):
+    """Prompts of random length, responses of random length, then padding (mask 0)."""
+    logits = randn(B, T, V, dtype=dtype, generator=g, scale=3.0)
+    ids = torch.randint(0, V, (B, T), generator=g)
+    mask = torch.zeros(B, T, dtype=torch.long)
+    for b in range(B):
+        start = int(torch.randint(1, T, (1,), generator=g))
+        end = int(torch.randint(start, T + 1, (1,), generator=g))
+        mask[b, start:end] = 1
+    return logits, ids, mask
+
+
+@pytest.mark.weight(2)
+@given(B=st.integers(1, 4), T=st.integers(2, 12), V=st.sampled_from([5, 17, 64]),
+       average=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_sequence_logps_match_token_by_token_reference(impl, B, T, V, average, seed):
+    g = torch.Generator().manual_seed(seed)
+    logits, ids, mask = random_batch(g, B, T, V)
+    got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
+    assert_close(got, reference_sequence_logps(logits, ids, mask, average), name="sequence log-probs",
+                 mistakes=logps_mistakes(logits, ids, mask, average))
+
+
+@pytest.mark.weight(2)
+def test_sequence_logps_ignore_prompt_and_padding(impl, gen):
+    """Long prompts and padding with confident logits: counting them moves the sum a lot."""
+    B, T, V = 3, 16, 11
+    logits, ids, _ = random_batch(gen, B, T, V)
+    mask = torch.zeros(B, T, dtype=torch.bool)
+    mask[0, 9:12] = True
+    mask[1, 5:16] = True
+    mask[2, 14:15] = True
+    got = impl(MODULE).sequence_logps(logits, ids, mask)
+    assert_close(got, reference_sequence_logps(logits, ids, mask), name="sequence log-probs",
+                 mistakes=logps_mistakes(logits, ids, mask))
+
+
+def test_sequence_logps_of_half_precision_logits_are_fp32(impl, gen):
+    logits, ids, mask = random_batch(gen, 2, 10, 50, dtype=torch.bfloat16)
+    got = impl(MODULE).sequence_logps(logits, ids, mask)
+    assert_close(got, reference_sequence_logps(logits, ids, mask), name="sequence log-probs of bf16 logits",
+                 mistakes=logps_mistakes(logits, ids, mask))
+
+
+def test_sequence_logps_without_response_tokens_is_zero(impl, gen):
+    logits, ids, _ = random_batch(gen, 2, 6, 9)
+    mask = torch.zeros(2, 6, dtype=torch.long)
+    for average in (False, True):
+        got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
+        assert_close(got, torch.zeros(2), name=f"log-prob of an empty response (average={average})")
+
+
+def test_sequence_logps_leave_inputs_untouched(impl, gen):
+    logits, ids, mask = random_batch(gen, 2, 7, 13)
+    before = (logits.clone(), ids.clone(), mask.clone())
+    impl(MODULE).sequence_logps(logits, ids, mask)
+    assert all(torch.equal(a, b) for a, b in zip((logits, ids, mask), before)), \
+        "sequence_logps modified its inputs in place"
+
+
+# ---- rewards -----------------------------------------------------------------------------------
+
+def four_logps(g, B, scale=20.0):
+    return tuple(-randn(B, generator=g, scale=scale).abs() for _ in range(4))
+
+
+def reward_mistakes(pc, pr, rc, rr, beta):
+    return {
+        "beta left out of the rewards (plain log-ratios)": lambda: pc - rc,
+        "policy and reference swapped (reference - policy)": lambda: beta * (rc - pc),
+        "chosen and rejected swapped": lambda: beta * (pr - rr),
+    }
+
+
+@pytest.mark.weight(2)
+@given(B=st.integers(1, 16), beta=st.sampled_from([0.01, 0.1, 0.5, 2.0]), seed=st.integers(0, 2**31 - 1))
+def test_rewards_and_margins_match_their_definition(impl, B, beta, seed):
+    g = torch.Generator().manual_seed(seed)
+    pc, pr, rc, rr = four_logps(g, B)
+    chosen, rejected, margins = impl(MODULE).dpo_rewards(pc, pr, rc, rr, beta=beta)
+    assert_close(chosen, beta * (pc - rc), name="chosen rewards", mistakes=reward_mistakes(pc, pr, rc, rr, beta))
+    assert_close(rejected, beta * (pr - rr), name="rejected rewards",
+                 mistakes={"beta left out of the rewards (plain log-ratios)": lambda: pr - rr})
+    assert_close(margins, beta * ((pc - rc) - (pr - rr)), name="reward margins",
+                 mistakes={"beta left out of the rewards (plain log-ratios)": lambda: (pc - rc) - (pr - rr),
+                           "margin taken as rejected - chosen": lambda: beta * ((pr - rr) - (pc - rc))})
+
+
+# ---- losses ------------------------------------------------------------------------------------
+
+def reference_loss(pc, pr, rc, rr, beta, loss_type="sigmoid", eps=0.0):
+    """In fp64, with the pieces named after the papers' notation."""
+    pi_logratios = pc.double() - pr.double()
+    ref_logratios = rc.double() - rr.double()
+    h = pi_logratios - ref_logratios
+    if loss_type == "ipo":
+        return ((h - 1.0 / (2.0 * beta)) ** 2).float()
+    # -log sigmoid(x) = softplus(-x), exact for large |x| in fp64
+    return ((1 - eps) * F.softplus(-beta * h) + eps * F.softplus(beta * h)).float()
+
+
+def loss_mistakes(pc, pr, rc, rr, beta, eps=0.0):
+    h = (pc - rc) - (pr - rr)
+    return {
+        "sign flipped: rejected - chosen instead of chosen - rejected":
+            lambda: -(1 - eps) * F.logsigmoid(-beta * h) - eps * F.logsigmoid(beta * h),
+        "label smoothing applied to the wrong term (eps and 1 - eps swapped)":
+            lambda: -eps * F.logsigmoid(beta * h) - (1 - eps) * F.logsigmoid(-beta * h),
+        "label smoothing ignored (plain DPO)": lambda: -F.logsigmoid(beta * h),
+        "beta left out of the sigmoid": lambda: -(1 - eps) * F.logsigmoid(h) - eps * F.logsigmoid(-h),
+        "IPO target written 1/2*beta (= beta/2) instead of 1/(2*beta)": lambda: (h - beta / 2) ** 2,
+        "IPO target 1/beta instead of 1/(2*beta)": lambda: (h - 1 / beta) ** 2,
+    }
+
+
+@pytest.mark.weight(3)
+@given(B=st.integers(1, 16), beta=st.sampled_from([0.05, 0.1, 0.5, 1.0]), seed=st.integers(0, 2**31 - 1))
+def test_dpo_sigmoid_loss_matches_reference(impl, B, beta, seed):
+    g = torch.Generator().manual_seed(seed)
+    pc, pr, rc, rr = four_logps(g, B)
+    got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta)
+    assert_close(got, reference_loss(pc, pr, rc, rr, beta), name="DPO loss per pair",
+                 mistakes=loss_mistakes(pc, pr, rc, rr, beta))
+
+
+def test_dpo_loss_falls_as_the_chosen_response_gains_probability(impl, gen):
+    pc, pr, rc, rr = four_logps(gen, 8)
+    dpo = impl(MODULE).dpo_loss
+    before = dpo(pc, pr, rc, rr, beta=0.1)
+    after = dpo(pc + 1.0, pr, rc, rr, beta=0.1)
+    assert bool((after < before).all()), \
+        "raising the chosen response's log-prob must lower the DPO loss; it did not (sign flipped?)"
+
+
+def test_dpo_loss_is_stable_for_large_margins(impl):
+    """|beta * h| = 200: log(sigmoid(.)) underflows to -inf; logsigmoid does not."""
+    zero = torch.zeros(2)
+    pc = torch.tensor([2000.0, -2000.0])
+    got = impl(MODULE).dpo_loss(pc, zero, zero, zero, beta=0.1)
+    assert_close(got, torch.tensor([0.0, 200.0]), name="DPO loss at beta*h = +-200",
+                 mistakes={"log(sigmoid(x)) instead of logsigmoid(x): overflow to inf":
+                           torch.tensor([0.0, math.inf])})
+
+
+@pytest.mark.weight(2)
+@given(eps=st.sampled_from([0.05, 0.1, 0.3, 0.45]), beta=st.sampled_from([0.1, 0.5]),
+       seed=st.integers(0, 2**31 - 1))
+def test_conservative_dpo_weights_both_directions(impl, eps, beta, seed):
+    g = torch.Generator().manual_seed(seed)
+    pc, pr, rc, rr = four_logps(g, 12, scale=5.0)
+    got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, label_smoothing=eps)
+    assert_close(got, reference_loss(pc, pr, rc, rr, beta, eps=eps), name="conservative DPO loss",
+                 mistakes=loss_mistakes(pc, pr, rc, rr, beta, eps))
+
+
+@pytest.mark.weight(2)
+@given(beta=st.sampled_from([0.1, 0.25, 0.5, 1.0, 4.0]), seed=st.integers(0, 2**31 - 1))
+def test_ipo_loss_matches_reference(impl, beta, seed):
+    g = torch.Generator().manual_seed(seed)
+    pc, pr, rc, rr = four_logps(g, 10, scale=3.0)
+    got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, loss_type="ipo")
+    assert_close(got, reference_loss(pc, pr, rc, rr, beta, "ipo"), name="IPO loss per pair",
+                 mistakes=loss_mistakes(pc, pr, rc, rr, beta))
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(loss_type="kto"), dict(beta=0.0), dict(beta=-0.1), dict(label_smoothing=0.5),
+    dict(label_smoothing=-0.1), dict(loss_type="ipo", label_smoothing=0.1)],
+    ids=["unknown-loss", "beta-zero", "beta-negative", "eps-half", "eps-negative", "ipo-with-eps"])
+def test_invalid_arguments_raise_value_error(impl, kwargs):
+    x = torch.zeros(3)
+    with pytest.raises(ValueError):
+        impl(MODULE).dpo_loss(x, x, x, x, **kwargs)
+
+
+def test_full_pipeline_from_logits_to_loss(impl, gen):
+    """Logits of policy and reference for a batch of pairs -> per-pair loss and margins."""
+    m = impl(MODULE)
+    logits_pol, ids, mask = random_batch(gen, 8, 10, 23)
+    logits_ref = logits_pol + randn(*logits_pol.shape, generator=gen, scale=0.5)
+    pol = m.sequence_logps(logits_pol, ids, mask)
+    ref = m.sequence_logps(logits_ref, ids, mask)
+    pc, pr, rc, rr = pol[:4], pol[4:], ref[:4], ref[4:]
+    e_pol = reference_sequence_logps(logits_pol, ids, mask)
+    e_ref = reference_sequence_logps(logits_ref, ids, mask)
+    expected = reference_loss(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2)
+    assert_close(m.dpo_loss(pc, pr, rc, rr, beta=0.2), expected, name="loss from logits",
+                 mistakes=loss_mistakes(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2))
