@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.__dict__ | {"sound": r.sound} for r in results], indent=2))
     else:
         table = Table(title=f"soundness · {course.id}")
-        for col in ("exercise", "solution passes", "stub fails", "mutants caught", "verdict"):
+        table.add_column("exercise", no_wrap=True)
+        for col in ("solution passes", "stub fails", "mutants caught", "verdict"):
             table.add_column(col)
         for r in results:
             caught = sum(1 for n in r.mutants.values() if n)
