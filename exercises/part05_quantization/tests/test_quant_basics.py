@@ -1,0 +1,53 @@
+"""Visible tests for part05_quantization.quant_basics: run `pytest exercises/part05_quantization -m quant_basics`."""
+import pytest
+import torch
+
+from infralab.testing import assert_close, assert_equal, randn
+
+MODULE = "part05_quantization.quant_basics"
+
+
+def test_absmax_int8_per_channel_hand_example(impl):
+    w = torch.tensor([[127.0, -63.5, 1.0], [0.5, -2.0, 1.0]])
+    q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
+    assert_close(scale, torch.tensor([[1.0], [2.0 / 127]]), name="per-channel scales (out, 1)")
+    # row 0: -63.5 is a tie: round half to even gives -64
+    assert_equal(q, torch.tensor([[127, -64, 1], [32, -127, 64]], dtype=torch.int8), name="int8 codes")
+
+
+def test_absmax_round_trip_error_is_at_most_half_a_step(impl, gen):
+    w = randn(16, 64, generator=gen)
+    m = impl(MODULE)
+    q, scale = m.absmax_quantize(w, bits=8, granularity="group", group_size=16)
+    assert tuple(scale.shape) == (16, 4), f"per-group scales must have shape (16, 4), got {tuple(scale.shape)}"
+    err = (m.dequantize(q, scale) - w).abs().reshape(16, 4, 16)
+    assert bool((err <= scale[..., None] / 2 + 1e-6).all()), "round-trip error above half a quantisation step"
+
+
+def test_zeropoint_uint4_hand_example(impl):
+    w = torch.tensor([[-1.0, 0.0, 0.625, 2.75]])  # scale = 3.75/15 = 0.25, zero = -round(-4) = 4
+    q, scale, zero = impl(MODULE).zeropoint_quantize(w, bits=4, granularity="tensor")
+    assert_close(scale, torch.tensor([[0.25]]), name="scale")
+    assert_equal(zero, torch.tensor([[4]], dtype=torch.int32), name="zero point")
+    # 0.625 / 0.25 = 2.5 is a tie: half to even gives 2, code 2 + 4 = 6
+    assert_equal(q, torch.tensor([[0, 4, 6, 15]], dtype=torch.uint8), name="uint4 codes")
+
+
+def test_pack_int4_puts_the_first_code_in_the_low_nibble(impl):
+    codes = torch.tensor([1, 2, 15, 0], dtype=torch.uint8)
+    packed = impl(MODULE).pack_int4(codes)
+    assert_equal(packed, torch.tensor([0x21, 0x0F], dtype=torch.uint8), name="packed bytes")
+    assert_equal(impl(MODULE).unpack_int4(packed), codes, name="unpacked codes")
+
+
+def test_fp8_dynamic_scale_maps_amax_to_the_format_maximum(impl, gen):
+    x = randn(8, 32, generator=gen, scale=3.0)
+    x8, scale = impl(MODULE).fp8_quantize(x, "e4m3")
+    assert x8.dtype == torch.float8_e4m3fn, f"expected torch.float8_e4m3fn, got {x8.dtype}"
+    assert_close(scale, x.abs().max() / 448, name="dynamic scale")
+    assert_close(x8.float() * scale, x, rtol=2 ** -4, atol=0.0, name="dequantised fp8")  # 3 mantissa bits
+
+
+def test_fp8_unknown_format_raises_value_error(impl):
+    with pytest.raises(ValueError):
+        impl(MODULE).fp8_quantize(torch.ones(3), "e3m4")

@@ -1,0 +1,303 @@
+"""Hidden tests for part05_quantization.quant_basics."""
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
+
+MODULE = "part05_quantization.quant_basics"
+FP8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
+
+
+# ---- independent references: one loop per group, written from the formulas -------------------
+
+def groups_of(w, granularity, group_size):
+    """[(row slice, column slice)] per group, in (R, G) order, and (R, G)."""
+    out, cols = w.shape
+    if granularity == "tensor":
+        return [[(slice(None), slice(None))]], (1, 1)
+    gs = cols if granularity == "channel" else group_size
+    return [[(slice(r, r + 1), slice(c, c + gs)) for c in range(0, cols, gs)] for r in range(out)], \
+        (out, cols // gs)
+
+
+def reference_absmax(w, bits, granularity, group_size=128, *, qmax=None, stat="max", rounding=torch.round):
+    qmax = qmax if qmax is not None else 2 ** (bits - 1) - 1
+    w = w.float()
+    layout, shape = groups_of(w, granularity, group_size)
+    q, scale = torch.zeros(w.shape), torch.zeros(shape)
+    for r, row in enumerate(layout):
+        for g, (rs, cs) in enumerate(row):
+            block = w[rs, cs]
+            a = block.abs().max() if stat == "max" else block.abs().mean()
+            s = a / qmax if a > 0 else torch.tensor(1.0)
+            scale[r, g] = s
+            q[rs, cs] = torch.clamp(rounding(block / s), -(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1)
+    return q.to(torch.int8), scale
+
+
+def round_half_away(x):
+    return torch.sign(x) * torch.floor(x.abs() + 0.5)
+
+
+def reference_zeropoint(w, bits, granularity, group_size=128, *, clamp_zero=True, widen_to_zero=False):
+    top = 2 ** bits - 1
+    w = w.float()
+    layout, shape = groups_of(w, granularity, group_size)
+    q = torch.zeros(w.shape)
+    scale, zero = torch.zeros(shape), torch.zeros(shape)
+    for r, row in enumerate(layout):
+        for g, (rs, cs) in enumerate(row):
+            block = w[rs, cs]
+            mn, mx = block.min(), block.max()
+            if widen_to_zero:
+                mn, mx = torch.minimum(mn, torch.tensor(0.0)), torch.maximum(mx, torch.tensor(0.0))
+            s = torch.clamp(mx - mn, min=1e-5) / top
+            z = -torch.round(mn / s)
+            z = torch.clamp(z, 0, top) if clamp_zero else z
+            scale[r, g], zero[r, g] = s, z
+            q[rs, cs] = torch.clamp(torch.round(block / s) + z, 0, top)
+    return q.to(torch.uint8), scale, zero.to(torch.int32)
+
+
+def check_scale_shape(scale, expected_shape, w, granularity):
+    check_tensor(scale, dtype=torch.float32, name="scale")
+    if tuple(scale.shape) == tuple(expected_shape):
+        return
+    diagnosis = None
+    if granularity == "channel" and tuple(scale.shape) in ((1, w.shape[1]), (w.shape[1], 1), (w.shape[1],)):
+        diagnosis = "per-channel scales along the wrong axis: one per input column instead of one per output row"
+    raise Mismatch(f"scale ({granularity}): expected shape {tuple(expected_shape)}, got {tuple(scale.shape)}",
+                   diagnosis)
+
+
+def absmax_mistakes(w, bits, granularity, group_size):
+    return {
+        "round half away from zero instead of half to even":
+            lambda: reference_absmax(w, bits, granularity, group_size, rounding=round_half_away)[0],
+        "scale from the mean |w| instead of the max":
+            lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[0],
+        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
+            lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[0],
+    }
+
+
+def scale_mistakes(w, bits, granularity, group_size):
+    return {
+        "scale from the mean |w| instead of the max":
+            lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[1],
+        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
+            lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[1],
+    }
+
+
+# ---- absmax -----------------------------------------------------------------------------------
+
+@pytest.mark.weight(3)
+@given(out=st.integers(1, 6), groups=st.integers(1, 4), gs=st.sampled_from([4, 8, 32]),
+       bits=st.sampled_from([4, 8]), granularity=st.sampled_from(["tensor", "channel", "group"]),
+       dtype=st.sampled_from([torch.float32, torch.bfloat16]), seed=st.integers(0, 2**31 - 1))
+def test_absmax_matches_reference(impl, out, groups, gs, bits, granularity, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = randn(out, groups * gs, dtype=dtype, generator=g, scale=0.05)
+    q, scale = impl(MODULE).absmax_quantize(w, bits=bits, granularity=granularity, group_size=gs)
+    eq, escale = reference_absmax(w, bits, granularity, gs)
+    check_scale_shape(scale, escale.shape, w, granularity)
+    assert_close(scale, escale, name=f"{granularity} scales", mistakes=scale_mistakes(w, bits, granularity, gs))
+    assert_equal(q, eq, name=f"int{bits} codes ({granularity})", mistakes=absmax_mistakes(w, bits, granularity, gs))
+
+
+@pytest.mark.weight(2)
+def test_absmax_rounds_half_to_even(impl, gen):
+    """amax = 127 * 2^-3 makes the scale exactly 2^-3; the other entries sit on k + 0.5 steps."""
+    halves = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5, -6.5, 10.5]) + torch.randint(-40, 40, (8,), generator=gen)
+    w = torch.cat([torch.full((4, 1), 127.0), halves.repeat(4, 1)], dim=1) * 0.125
+    q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
+    eq, escale = reference_absmax(w, 8, "channel", 0)
+    assert_close(scale, escale, name="scales (exactly 1/8)")
+    assert_equal(q, eq, name="int8 codes of exact ties", mistakes=absmax_mistakes(w, 8, "channel", 0))
+
+
+@pytest.mark.weight(2)
+def test_absmax_per_channel_is_one_scale_per_output_row(impl, gen):
+    """Rows of very different magnitude and a non-square weight (out != in)."""
+    w = randn(6, 20, generator=gen) * torch.logspace(-3, 1, 6)[:, None]
+    q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
+    eq, escale = reference_absmax(w, 8, "channel")
+    check_scale_shape(scale, (6, 1), w, "channel")
+    assert_close(scale, escale, name="per-channel scales", mistakes=scale_mistakes(w, 8, "channel", 0))
+    assert_equal(q, eq, name="int8 codes", mistakes=absmax_mistakes(w, 8, "channel", 0))
+
+
+@pytest.mark.weight(2)
+def test_absmax_scale_comes_from_the_largest_magnitude(impl, gen):
+    """One outlier per group: a mean-based scale clips it; the max-based one represents it."""
+    w = randn(4, 32, generator=gen, scale=0.01)
+    w[:, ::8] = 1.0
+    m = impl(MODULE)
+    q, scale = m.absmax_quantize(w, bits=4, granularity="group", group_size=8)
+    eq, escale = reference_absmax(w, 4, "group", 8)
+    assert_close(scale, escale, name="group scales", mistakes=scale_mistakes(w, 4, "group", 8))
+    assert_equal(q, eq, name="int4 codes", mistakes=absmax_mistakes(w, 4, "group", 8))
+
+
+def test_absmax_all_zero_group_gets_unit_scale_and_zero_codes(impl):
+    w = torch.zeros(2, 8)
+    w[1, 4:] = torch.tensor([1.0, -2.0, 0.5, 3.0])
+    q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="group", group_size=4)
+    eq, escale = reference_absmax(w, 8, "group", 4)
+    assert_close(scale, escale, name="scales (1 for all-zero groups)")
+    assert_equal(q, eq, name="codes")
+
+
+# ---- zero point -------------------------------------------------------------------------------
+
+def zeropoint_mistakes(w, bits, granularity, gs, part):
+    pick = {"q": 0, "scale": 1, "zero": 2}[part]
+    return {
+        "zero point not clamped to [0, 2^bits - 1] (it is stored as an unsigned b-bit value)":
+            lambda: reference_zeropoint(w, bits, granularity, gs, clamp_zero=False)[pick],
+        "range widened to include 0 (the GPTQ / torch.ao convention, not AutoAWQ's)":
+            lambda: reference_zeropoint(w, bits, granularity, gs, widen_to_zero=True)[pick],
+    }
+
+
+@pytest.mark.weight(3)
+@given(out=st.integers(1, 5), groups=st.integers(1, 4), gs=st.sampled_from([4, 16]),
+       bits=st.sampled_from([4, 8]), granularity=st.sampled_from(["tensor", "channel", "group"]),
+       shift=st.sampled_from([0.0, 0.3, -0.3]), seed=st.integers(0, 2**31 - 1))
+def test_zeropoint_matches_reference(impl, out, groups, gs, bits, granularity, shift, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = randn(out, groups * gs, generator=g, scale=0.1) + shift
+    q, scale, zero = impl(MODULE).zeropoint_quantize(w, bits=bits, granularity=granularity, group_size=gs)
+    eq, escale, ezero = reference_zeropoint(w, bits, granularity, gs)
+    check_scale_shape(scale, escale.shape, w, granularity)
+    assert_close(scale, escale, name="scales", mistakes=zeropoint_mistakes(w, bits, granularity, gs, "scale"))
+    assert_equal(zero, ezero, name="zero points (int32)",
+                 mistakes=zeropoint_mistakes(w, bits, granularity, gs, "zero"))
+    assert_equal(q, eq, name=f"uint{bits} codes", mistakes=zeropoint_mistakes(w, bits, granularity, gs, "q"))
+
+
+@pytest.mark.weight(2)
+def test_zeropoint_is_clamped_for_one_signed_groups(impl, gen):
+    """All-positive and all-negative groups: -round(min/scale) falls outside 0..15."""
+    w = randn(4, 16, generator=gen, scale=0.1).abs() + 0.5
+    w[1] = -w[1]
+    w[2, :8] = -w[2, :8]
+    q, scale, zero = impl(MODULE).zeropoint_quantize(w, bits=4, granularity="group", group_size=8)
+    eq, escale, ezero = reference_zeropoint(w, 4, "group", 8)
+    assert_equal(zero, ezero, name="zero points", mistakes=zeropoint_mistakes(w, 4, "group", 8, "zero"))
+    assert_equal(q, eq, name="uint4 codes", mistakes=zeropoint_mistakes(w, 4, "group", 8, "q"))
+
+
+# ---- dequantize -------------------------------------------------------------------------------
+
+@given(out=st.integers(1, 5), G=st.sampled_from([1, 2, 4]), gs=st.sampled_from([2, 8]),
+       per_row=st.booleans(), asym=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_dequantize_uses_each_columns_group(impl, out, G, gs, per_row, asym, seed):
+    g = torch.Generator().manual_seed(seed)
+    R = out if per_row else 1
+    scale = torch.rand(R, G, generator=g) + 0.1
+    if asym:
+        q = torch.randint(0, 256, (out, G * gs), generator=g, dtype=torch.uint8)
+        zero = torch.randint(0, 256, (R, G), generator=g, dtype=torch.int32)
+    else:
+        q = torch.randint(-127, 128, (out, G * gs), generator=g, dtype=torch.int8)
+        zero = None
+    expected = torch.zeros(out, G * gs)
+    for r in range(out):
+        for j in range(G * gs):
+            z = 0 if zero is None else int(zero[r % R, j // gs])
+            expected[r, j] = (int(q[r, j]) - z) * scale[r % R, j // gs]
+    wrong_groups = (q.float() - (0 if zero is None else zero.float().repeat_interleave(gs, 1))) \
+        * scale.repeat(1, gs) if G > 1 else None
+    assert_close(impl(MODULE).dequantize(q, scale, zero), expected, name="dequantised weight",
+                 mistakes={"groups interleaved (column j in group j % G) instead of consecutive":
+                           lambda: wrong_groups})
+
+
+# ---- int4 packing -----------------------------------------------------------------------------
+
+@pytest.mark.weight(2)
+@given(shape=st.lists(st.integers(1, 5), min_size=0, max_size=2), half=st.integers(1, 9),
+       seed=st.integers(0, 2**31 - 1))
+def test_pack_int4_low_nibble_first_and_round_trips(impl, shape, half, seed):
+    g = torch.Generator().manual_seed(seed)
+    codes = torch.randint(0, 16, (*shape, 2 * half), generator=g, dtype=torch.uint8)
+    expected = torch.zeros(*shape, half, dtype=torch.uint8)
+    for i in range(half):
+        expected[..., i] = codes[..., 2 * i] + 16 * codes[..., 2 * i + 1]
+    swapped = codes[..., 1::2] | (codes[..., 0::2] << 4)
+    m = impl(MODULE)
+    packed = m.pack_int4(codes)
+    assert_equal(packed, expected, name="packed bytes",
+                 mistakes={"nibble order swapped: the first code went to the high nibble": swapped})
+    assert_equal(m.unpack_int4(expected), codes, name="unpacked codes",
+                 mistakes={"nibble order swapped: the high nibble was read as the first code":
+                           torch.stack((expected >> 4, expected & 0xF), -1).reshape(codes.shape)})
+
+
+def test_pack_int4_rejects_odd_lengths_and_codes_above_15(impl):
+    m = impl(MODULE)
+    with pytest.raises(ValueError):
+        m.pack_int4(torch.zeros(3, dtype=torch.uint8))
+    with pytest.raises(ValueError):
+        m.pack_int4(torch.tensor([3, 16], dtype=torch.uint8))
+
+
+# ---- fp8 --------------------------------------------------------------------------------------
+
+def reference_fp8(x, fmt, scale=None, saturate=True):
+    dtype, fmax = FP8[fmt]
+    xf = x.float()
+    if scale is None:
+        amax = xf.abs().max()
+        scale = amax / fmax if amax > 0 else torch.tensor(1.0)
+    y = xf / scale
+    return (y.clamp(-fmax, fmax) if saturate else y).to(dtype), scale
+
+
+@pytest.mark.weight(2)
+@given(fmt=st.sampled_from(["e4m3", "e5m2"]), dtype=st.sampled_from([torch.float32, torch.bfloat16]),
+       rows=st.integers(1, 8), magnitude=st.sampled_from([1e-3, 1.0, 300.0]), seed=st.integers(0, 2**31 - 1))
+def test_fp8_dynamic_scaling_matches_reference(impl, fmt, dtype, rows, magnitude, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = randn(rows, 24, dtype=dtype, generator=g, scale=magnitude)
+    x8, scale = impl(MODULE).fp8_quantize(x, fmt)
+    e8, escale = reference_fp8(x, fmt)
+    assert_close(scale, escale.reshape(()), name="dynamic fp8 scale")
+    assert_close(x8, e8, name=f"{fmt} values")
+
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_static_scale_saturates_out_of_range_values(impl, gen, fmt):
+    """Delayed scaling: the scale came from an earlier, smaller amax; new values overflow."""
+    fmax = FP8[fmt][1]
+    x = randn(6, 32, generator=gen)
+    x[0, :4] = torch.tensor([4.0, -4.0, 100.0, -1e4])  # 4x .. 10^4x the range
+    scale = x[1:].abs().max() / fmax
+    x8, got_scale = impl(MODULE).fp8_quantize(x, fmt, scale=scale)
+    e8, _ = reference_fp8(x, fmt, scale)
+    assert_close(got_scale, scale.reshape(()), name="the static scale, returned unchanged")
+    assert_close(x8, e8, name=f"{fmt} values with saturation",
+                 mistakes={"no saturation before the fp8 cast (overflow becomes inf/NaN)":
+                           reference_fp8(x, fmt, scale, saturate=False)[0]})
+
+
+def test_fp8_of_all_zeros_has_unit_scale(impl):
+    x8, scale = impl(MODULE).fp8_quantize(torch.zeros(3, 5), "e4m3")
+    assert_close(scale, torch.tensor(1.0), name="scale of an all-zero tensor")
+    assert_close(x8, torch.zeros(3, 5, dtype=torch.float8_e4m3fn), name="fp8 zeros")
+
+
+@pytest.mark.parametrize("call", [
+    dict(fn="absmax_quantize", w=(4, 8), kwargs=dict(granularity="row")),
+    dict(fn="absmax_quantize", w=(4, 12), kwargs=dict(granularity="group", group_size=8)),
+    dict(fn="zeropoint_quantize", w=(2, 4, 8), kwargs=dict()),
+    dict(fn="zeropoint_quantize", w=(4, 8), kwargs=dict(granularity="block")),
+], ids=["unknown-granularity", "group-not-dividing", "3d-weight", "zp-unknown-granularity"])
+def test_invalid_arguments_raise_value_error(impl, call):
+    with pytest.raises(ValueError):
+        getattr(impl(MODULE), call["fn"])(torch.ones(*call["w"]), **call["kwargs"])
