@@ -42,6 +42,7 @@ class Exercise:
     requires: tuple[str, ...] = ()  # e.g. ("triton",), ("gpu",)
     perf: tuple[dict[str, Any], ...] = ()
     banned: tuple[str, ...] = ()  # torch routines the implementation may not call (see guards.py)
+    triton: bool = False  # every call must launch a @triton.jit kernel (see guards.py)
 
     @property
     def id(self) -> str:
@@ -146,6 +147,11 @@ class _Reader:
             raise self.error(f"a number >= {minimum:g}", self.data)
         return float(self.data)
 
+    def bool(self) -> bool:
+        if not isinstance(self.data, bool):
+            raise self.error("true or false", self.data)
+        return self.data
+
     def list(self) -> list["_Reader"]:
         if not isinstance(self.data, list):
             raise self.error("a list", type(self.data).__name__)
@@ -156,11 +162,12 @@ class _Reader:
         return Title(en=self.get("en").str(), zh=self.get("zh").str())
 
 
-_EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned"}
+_EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned",
+                  "triton"}
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
-def _exercise(root: Path, part: str, r: _Reader, profiles: set[str]) -> Exercise:
+def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bool = False) -> Exercise:
     r.mapping(_EXERCISE_KEYS, {"id", "title", "public", "points", "textbook"})
     name = r.get("id").ident()
     public = tuple(p.str() for p in r.get("public", []).list())
@@ -184,11 +191,12 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str]) -> Exercise
         visible_tests=visible, hidden_tests=hidden, mutants_dir=mutants,
         requires=requires, perf=tuple(perf),
         banned=tuple(b.ident() for b in r.get("banned", []).list()),
+        triton=r.get("triton", False).bool(),
     )
-    for tree in ("exercises", "solutions"):
+    for tree in ("exercises",) if release else ("exercises", "solutions"):  # a student release has no solutions
         if not (root / tree / ex.module_path).is_file():
             raise r.get("id").error(f"a module file at {tree}/{ex.module_path}", name)
-    for key, path in (("tests.visible", visible), ("tests.hidden", hidden)):
+    for key, path in (("tests.visible", visible),) + ((("tests.hidden", hidden),) if not release else ()):
         if not (root / path).is_file():
             raise r.error(f"an existing test file at {path}", key=f"{r.key}.{key}")
     return ex
@@ -219,7 +227,8 @@ def load_course(root: Path | str | None = None) -> Course:
     except yaml.YAMLError as e:
         raise CourseError(file, "", "valid YAML", str(e).splitlines()[0]) from None
     r = _Reader(file, data)
-    r.mapping({"course", "parts", "profiles_dir"}, {"course", "parts"})
+    r.mapping({"course", "parts", "profiles_dir", "release"}, {"course", "parts"})
+    release = r.get("release", False).data is True  # written by `infralab release`
     head = r.get("course")
     head.mapping({"id", "title"}, {"id", "title"})
     profiles_dir = Path(r.get("profiles_dir", "hardware_profiles").str())
@@ -235,7 +244,7 @@ def load_course(root: Path | str | None = None) -> Course:
         seen_parts.add(pid)
         exs = []
         for er in pr.get("exercises").list():
-            ex = _exercise(root, pid, er, profiles)
+            ex = _exercise(root, pid, er, profiles, release)
             if ex.id in seen_ex:
                 raise er.get("id").error("an exercise id used once in its part", ex.name)
             seen_ex.add(ex.id)

@@ -1,4 +1,4 @@
-"""Guards around calls into an implementation: banned shortcuts.
+"""Guards around calls into an implementation: banned shortcuts, and Triton kernel launches.
 
 An exercise may declare in course.yml::
 
@@ -8,11 +8,16 @@ Every call into that exercise's module then runs under a TorchFunctionMode that 
 function or tensor method called (operators included: ``a @ b`` arrives as ``Tensor.matmul``)
 and raises :class:`BannedCall` on a banned one, naming it. The same guard runs wherever the
 student's code runs: in this process, or inside the isolated executor when grading.
+
+An exercise flagged ``triton: true`` must launch a @triton.jit kernel in every call into its
+module (:func:`triton_launch_required`); a call that returns without one raises
+:class:`NoKernelLaunched`.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from torch.overrides import TorchFunctionMode, resolve_name
@@ -42,17 +47,42 @@ class _BanMode(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def guarded(fn: Callable, banned: Iterable[str], where: str) -> Callable:
-    """``fn`` wrapped so that calls to any banned torch routine raise :class:`BannedCall`."""
+class NoKernelLaunched(RuntimeError):
+    """A Triton exercise's function returned without launching any @triton.jit kernel."""
+
+
+@contextlib.contextmanager
+def triton_launch_required(where: str) -> Iterator[None]:
+    """The block must launch at least one Triton kernel (compiled or interpreted), else
+    :class:`NoKernelLaunched`. Under the interpreter it also bounds-checks every load and store
+    and poisons fresh allocations (see :mod:`infralab.triton_watch`)."""
+    from infralab.triton_watch import watching
+
+    with watching() as watch:
+        yield
+    if not watch.launches:
+        raise NoKernelLaunched(
+            f"{where} returned without launching a Triton kernel: this exercise must compute its "
+            f"result in a @triton.jit kernel launched as kernel[grid](...), not with torch operations"
+        )
+
+
+def guarded(fn: Callable, banned: Iterable[str], where: str, triton: bool = False) -> Callable:
+    """``fn`` wrapped so that calls to any banned torch routine raise :class:`BannedCall`, and,
+    with ``triton``, so that a call that launches no Triton kernel raises :class:`NoKernelLaunched`."""
     banned = frozenset(banned)
-    if not banned or not callable(fn):
+    if (not banned and not triton) or not callable(fn):
         return fn
     if isinstance(fn, type):
         return fn  # classes: their methods are guarded when called through a handle (see judge)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with _BanMode(banned, where):
+        with contextlib.ExitStack() as stack:
+            if triton:
+                stack.enter_context(triton_launch_required(where))
+            if banned:
+                stack.enter_context(_BanMode(banned, where))
             return fn(*args, **kwargs)
 
     return wrapper

@@ -42,6 +42,7 @@ class _State:
         self.flags: list[dict] = []
         self.perf: list[dict] = []  # performance entries (infralab.perf), via the perf_record fixture
         self.banned = {ex.id: ex.banned for ex in course.exercises if ex.banned}
+        self.triton = frozenset(ex.id for ex in course.exercises if ex.triton)
 
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
@@ -49,7 +50,7 @@ class _State:
                 from infralab.judge.isolated import IsolatedTarget  # the grading mode
                 self.targets[spec.name] = IsolatedTarget(spec, self.config)
             else:
-                self.targets[spec.name] = InProcessTarget(spec, self.banned)
+                self.targets[spec.name] = InProcessTarget(spec, self.banned, self.triton)
         return self.targets[spec.name]
 
     def exercise_of(self, path: Path) -> tuple[Exercise, str] | None:
@@ -128,8 +129,9 @@ def _configure_hypothesis(config: pytest.Config) -> None:
     common = dict(deadline=None, database=None, max_examples=25,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                          HealthCheck.differing_executors])
-    if config.getoption("infralab_soundness"):
+    if config.getoption("infralab_soundness") or config.getoption("infralab_isolated"):
         # Many targets, each known to fail somewhere: find a failure, skip the shrinking.
+        # Isolated grading too: every shrinking step would be a remote call (and a hung one a timeout).
         settings.register_profile("infralab", derandomize=True,
                                   phases=[Phase.explicit, Phase.reuse, Phase.generate], **common)
     elif config.getoption("infralab_seed") is not None:
@@ -207,15 +209,36 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str):
     return target.load
 
 
+_SEED_ENV = "INFRALAB_SESSION_SEED"  # shares a fresh base seed with xdist workers
+
+
+def session_seed(config: pytest.Config) -> int:
+    """The run's base seed: ``--seed``, else one fresh draw shared by the run's processes."""
+    given = config.getoption("infralab_seed")
+    if given is not None:
+        return given
+    if _SEED_ENV not in os.environ:
+        os.environ[_SEED_ENV] = str(int.from_bytes(os.urandom(3), "little"))
+    return int(os.environ[_SEED_ENV])
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = _state(config)
+    if state is None:
+        return None
+    return f"infralab: course {state.course.id}, target {state.default_target.name}, seed {session_seed(config)}"
+
+
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
-    """A fresh seed per test (or one derived from ``--seed`` and the test id); seeds torch, numpy, random."""
-    base = request.config.getoption("infralab_seed")
-    if base is None:
-        value = int.from_bytes(os.urandom(4), "little")
-    else:
-        digest = hashlib.sha256(f"{base}:{request.node.nodeid}".encode()).digest()
-        value = int.from_bytes(digest[:4], "little")
+    """This test's seed, derived from the run's base seed and the test id; seeds torch, numpy, random.
+
+    The base seed is ``--seed N`` when given (grading: repeatable), else drawn fresh for the run
+    and shown in the header and in failures, so ``--seed N`` repeats a failing run.
+    """
+    base = session_seed(request.config)
+    digest = hashlib.sha256(f"{base}:{request.node.nodeid}".encode()).digest()
+    value = int.from_bytes(digest[:4], "little")
     request.node.user_properties.append(("infralab_seed", value))
     from infralab.testing import seed_everything
     seed_everything(value)
@@ -245,7 +268,7 @@ def _short_message(excinfo: pytest.ExceptionInfo) -> str:
         return f"NotImplementedError: {detail} is not implemented yet ({where})"
     if isinstance(exc, TargetError):
         return f"TargetError: {exc}"
-    text = excinfo.exconly().strip()
+    text = f"{type(exc).__name__}: {exc}".strip()  # short type name: Mismatch, not infralab.testing.Mismatch
     return text if len(text) <= 2000 else text[:2000] + " ..."
 
 
@@ -257,6 +280,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     message = _short_message(call.excinfo)
     rep.user_properties.append(("infralab_message", message))
+    if "seed" in getattr(item, "fixturenames", ()) and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
+        rep.sections.append(("infralab", f"repeat this run's inputs with --seed {session_seed(item.config)}"))
     diagnosis = getattr(call.excinfo.value, "diagnosis", None)
     if diagnosis:
         rep.user_properties.append(("infralab_diagnosis", diagnosis))

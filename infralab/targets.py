@@ -118,11 +118,13 @@ def _short_traceback(exc: BaseException, limit: int = 3) -> str:
 class Implementation:
     """One module of the implementation under test; attribute access reaches its functions."""
 
-    def __init__(self, module_name: str, module: types.ModuleType, origin: str, banned: tuple[str, ...] = ()):
+    def __init__(self, module_name: str, module: types.ModuleType, origin: str, banned: tuple[str, ...] = (),
+                 triton: bool = False):
         self._module_name = module_name
         self._module = module
         self._origin = origin
         self._banned = banned
+        self._triton = triton  # every call must launch a Triton kernel (course.yml `triton: true`)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -133,7 +135,7 @@ class Implementation:
             raise TargetError(
                 f"{self._origin} has no `{name}`: define it with the signature given in the stub"
             ) from None
-        return guarded(value, self._banned, f"{self._origin}: {name}")
+        return guarded(value, self._banned, f"{self._origin}: {name}", triton=self._triton)
 
     def __repr__(self) -> str:
         return f"<implementation {self._module_name} from {self._origin}>"
@@ -142,9 +144,11 @@ class Implementation:
 class InProcessTarget:
     """Loads a target's modules into this process (real imports, real tracebacks, pdb works)."""
 
-    def __init__(self, spec: TargetSpec, banned: dict[str, tuple[str, ...]] | None = None):
+    def __init__(self, spec: TargetSpec, banned: dict[str, tuple[str, ...]] | None = None,
+                 triton: set[str] | frozenset[str] = frozenset()):
         self.spec = spec
         self.banned = banned or {}  # module -> banned torch routines (course.yml `banned`)
+        self.triton = triton  # modules whose calls must launch a Triton kernel (course.yml `triton`)
         self.package = f"_infralab_target_{next(_counter)}"
         self._failures: dict[str, TargetError] = {}
         pkg = types.ModuleType(self.package)
@@ -179,7 +183,8 @@ class InProcessTarget:
             )
             self._failures[module_name] = error
             raise error from None
-        return Implementation(module_name, module, origin, self.banned.get(module_name, ()))
+        return Implementation(module_name, module, origin, self.banned.get(module_name, ()),
+                              triton=module_name in self.triton)
 
     def close(self) -> None:
         if self._finder in sys.meta_path:

@@ -171,6 +171,20 @@ def poisoned(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.dev
     return torch.full(shape, -7777, dtype=dtype, device=device)
 
 
+def assert_all_written(actual: Any, *, name: str = "output", diagnosis: str | None = None) -> None:
+    """No element of ``actual`` is NaN: the poison of :func:`poisoned` buffers (and of fresh
+    allocations inside a Triton exercise, see infralab.triton_watch) was overwritten everywhere.
+    Raise :class:`Mismatch` naming how many and where, with ``diagnosis`` as the likely mistake."""
+    actual = check_tensor(actual, name=name)
+    if not actual.is_floating_point():
+        return
+    nan = torch.isnan(actual.detach().cpu())
+    if bool(nan.any()):
+        first = tuple(int(i) for i in nan.nonzero()[0])
+        raise Mismatch(f"{name}: {int(nan.sum())} of {nan.numel()} elements were never written or are NaN "
+                       f"(first at index {first}); fresh output memory is NaN-filled in the tests", diagnosis)
+
+
 def poison_(t: torch.Tensor) -> torch.Tensor:
     """Fill an existing buffer with poison in place and return it."""
     t.fill_(float("nan") if t.dtype.is_floating_point else -7777)

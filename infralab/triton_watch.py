@@ -1,0 +1,186 @@
+"""Watching Triton while an implementation runs: which kernels it launched, and (under the CPU
+interpreter) that every load and store stays inside the tensors given to the kernel.
+
+Used by :mod:`infralab.guards` for exercises flagged ``triton: true`` in course.yml::
+
+    with watching() as watch:
+        result = fn(*args)
+    if not watch.launches: ...  # the function computed its result without a Triton kernel
+
+Three things happen inside ``watching()``:
+
+- every kernel launch is recorded: compiled kernels through Triton's public launch hook
+  (``triton.knobs.runtime.launch_enter_hook``), interpreted ones (``TRITON_INTERPRET=1``) by a
+  wrapper around ``InterpretedFunction.run``, the interpreter's single entry point;
+- under the interpreter, a masked load or store whose active lanes point outside every tensor
+  argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
+  (a missing mask would otherwise crash the whole pytest process with "corrupted size");
+- memory that torch allocates without initialising (``torch.empty``) is filled with NaN (or
+  the largest integer), so an output element the kernel never writes cannot pass by chance.
+  Timing code turns this off with ``watching(poison_allocations=False)``.
+
+This module imports nothing from infralab, so an isolated executor can ship it as is.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+_LOCK = threading.Lock()
+_ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launches)
+_BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
+_INSTALLED = {"interpreter": False}
+
+
+@dataclass
+class Watch:
+    """What happened during one watched call."""
+
+    launches: list[str] = field(default_factory=list)  # kernel names, in launch order
+
+    def _launched(self, name: str) -> None:
+        self.launches.append(name)
+
+
+def _record_launch(name: str) -> None:
+    for watch in list(_ACTIVE):
+        watch._launched(name)
+
+
+def _compiled_hook(metadata) -> None:  # triton.knobs.runtime.launch_enter_hook
+    data = getattr(metadata, "data", None)  # a LazyDict: read its plain part, never evaluate it
+    _record_launch(str(data.get("name") if isinstance(data, dict) else "triton kernel"))
+
+
+def _storage_ranges(values, ranges: list[tuple[int, int]]) -> None:
+    """Byte ranges of the storages of every tensor among ``values`` (tuples and descriptors too)."""
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            _storage_ranges(v, ranges)
+        elif hasattr(v, "untyped_storage"):
+            storage = v.untyped_storage()
+            ranges.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+        elif hasattr(v, "base") and hasattr(v.base, "untyped_storage"):  # TensorDescriptor
+            _storage_ranges([v.base], ranges)
+
+
+def _check_bounds(op: str, ptrs, mask) -> None:
+    """Raise IndexError if an active lane of a load/store points outside the kernel's tensors."""
+    import numpy as np
+
+    ranges = _BOUNDS[-1] if _BOUNDS else None
+    if not ranges:
+        return
+    from triton.runtime.interpreter import _get_np_dtype
+
+    itemsize = np.dtype(_get_np_dtype(ptrs.get_element_ty())).itemsize
+    addr = np.asarray(ptrs.data, dtype=np.uint64)
+    active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addr.shape)
+    addr = addr[active]
+    if addr.size == 0:
+        return
+    inside = np.zeros(addr.shape, dtype=bool)
+    for start, end in ranges:
+        inside |= (addr >= np.uint64(start)) & (addr + np.uint64(itemsize) <= np.uint64(end))
+    if not inside.all():
+        bad = int((~inside).sum())
+        raise IndexError(
+            f"out-of-bounds tl.{op}: {bad} of {addr.size} active lanes point outside every tensor passed "
+            f"to the kernel; mask the {op} (e.g. mask=offsets < n_elements) or fix the offsets")
+
+
+def _install_interpreter() -> None:
+    """Wrap the interpreter's launch entry, argument copy and memory ops (once per process)."""
+    if _INSTALLED["interpreter"]:
+        return
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    function = getattr(interpreter, "InterpretedFunction", None)
+    executor = getattr(interpreter, "GridExecutor", None)
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    if function is None or executor is None:
+        return
+    run, call, init_args = function.run, executor.__call__, executor._init_args_hst
+
+    def watched_run(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            _record_launch(getattr(self.fn, "__name__", "triton kernel"))
+        return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    def bounded_call(self, *args, **kwargs):
+        _BOUNDS.append(None)
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            _BOUNDS.pop()
+
+    def recording_init_args(self, args_dev, kwargs):
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        if _BOUNDS and _ACTIVE:
+            ranges: list[tuple[int, int]] = []
+            _storage_ranges(list(args_hst) + list(kwargs_hst.values()), ranges)
+            _BOUNDS[-1] = ranges
+        return args_hst, kwargs_hst
+
+    function.run = watched_run
+    executor.__call__ = bounded_call
+    executor._init_args_hst = recording_init_args
+    if builder is not None and hasattr(builder, "create_masked_load") and hasattr(builder, "create_masked_store"):
+        load, store = builder.create_masked_load, builder.create_masked_store
+
+        def checked_load(self, ptrs, mask, other, *rest):
+            _check_bounds("load", ptrs, mask)
+            return load(self, ptrs, mask, other, *rest)
+
+        def checked_store(self, ptrs, value, mask, *rest):
+            _check_bounds("store", ptrs, mask)
+            return store(self, ptrs, value, mask, *rest)
+
+        builder.create_masked_load = checked_load
+        builder.create_masked_store = checked_store
+    _INSTALLED["interpreter"] = True
+
+
+@contextlib.contextmanager
+def _poisoned_allocations() -> Iterator[None]:
+    import torch
+
+    det = torch.utils.deterministic
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              det.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    det.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        det.fill_uninitialized_memory = before[2]
+
+
+@contextlib.contextmanager
+def watching(poison_allocations: bool = True) -> Iterator[Watch]:
+    """Record the Triton kernels launched inside the block (see the module docstring)."""
+    watch = Watch()
+    try:
+        import triton
+        from triton import knobs
+    except ImportError:
+        triton = knobs = None
+    hooks = getattr(getattr(knobs, "runtime", None), "launch_enter_hook", None)
+    with _LOCK:
+        _install_interpreter()
+        if not _ACTIVE and hooks is not None:
+            hooks.add(_compiled_hook)
+        _ACTIVE.append(watch)
+    try:
+        with _poisoned_allocations() if poison_allocations else contextlib.nullcontext():
+            yield watch
+    finally:
+        with _LOCK:
+            _ACTIVE.remove(watch)
+            if not _ACTIVE and hooks is not None:
+                hooks.remove(_compiled_hook)
