@@ -41,7 +41,7 @@ def _audit(event: str, args: tuple) -> None:
     """Permanent audit hook: notes what the student's code tried (it cannot be removed)."""
     try:
         if event == "socket.connect" or event == "socket.getaddrinfo":
-            flag("network", f"{event} {str(args[1:2])[:80]}")
+            flag("network", event)
         elif event == "open" and args and isinstance(args[0], (str, bytes)):
             path = os.fsdecode(args[0])
             if any(w in path for w in _WATCHED_PATHS) and not path.startswith(tuple(_own)):
@@ -56,7 +56,7 @@ def _audit(event: str, args: tuple) -> None:
         elif event in ("os.fork", "os.forkpty", "subprocess.Popen", "os.system", "os.posix_spawn", "os.exec"):
             flag("process", event)
         elif event == "os.kill" or event == "os.killpg":
-            flag("signal", f"{event} {args[:2]}")
+            flag("signal", event)
     except Exception:  # noqa: BLE001 - an audit hook must never raise into the student's code
         pass
 

@@ -13,7 +13,6 @@ subclasses, forged objects) is kept as flags for the record.
 from __future__ import annotations
 
 import builtins
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,9 @@ import torch
 from infralab.errors import TargetError
 from infralab.judge import wire
 from infralab.judge.cage import Cage, CageLimits
+from infralab.judge.intake import why_ignored
 from infralab.targets import TargetSpec
 
-MODULE_FILE = re.compile(r"^part\d\d_[a-z0-9_]+/[a-z_][a-z0-9_]*\.py$")
-IGNORED_NAMES = {"conftest.py", "sitecustomize.py", "usercustomize.py", "__init__.py", "setup.py"}
-MAX_MODULE_BYTES = 1 << 20
 STARTUP_TIMEOUT_S = 60.0
 STRIKES = 2  # timeouts of one callable after which its further calls fail at once
 
@@ -97,21 +94,6 @@ class RemoteCallable:
         return f"<remote callable {self._name}>"
 
 
-def _allowed(rel: str, file: Path) -> str | None:
-    """Why a submitted file is not copied into the executor's tree, or None if it is."""
-    if Path(rel).name in IGNORED_NAMES:
-        return "not an exercise module"
-    if not MODULE_FILE.match(rel):
-        return "not an exercise module (partNN_*/name.py)"
-    if file.is_symlink():
-        return "a symbolic link"
-    if not file.is_file():
-        return "not a regular file"
-    if file.stat().st_size > MAX_MODULE_BYTES:
-        return f"larger than {MAX_MODULE_BYTES} bytes"
-    return None
-
-
 class IsolatedTarget:
     """The same interface as :class:`infralab.targets.InProcessTarget`; the code runs in a cage."""
 
@@ -122,8 +104,9 @@ class IsolatedTarget:
         if course_root is None:
             course_root = Path(config.getoption("infralab_course") or spec.base.parent) if config else spec.base.parent
         if banned is None and config is not None:
-            from infralab.course import load_course
-            banned = {ex.id: ex.banned for ex in load_course(course_root).exercises if ex.banned}
+            from infralab.plugin import _state
+            state = _state(config)
+            banned = state.banned if state is not None else {}
         self.flags: list[dict] = []
         self.ignored: list[str] = []
         code, self.package = self._code_tree(Path(course_root))
@@ -146,7 +129,7 @@ class IsolatedTarget:
             code.setdefault(f"{package}/{file.relative_to(spec.base)}", file)
         for module, file in sorted(spec.overlays.items()):
             rel = module.replace(".", "/") + ".py"
-            why = _allowed(rel, Path(file)) if spec.kind == "submission" else None
+            why = why_ignored(rel, Path(file)) if spec.kind == "submission" else None
             if why:
                 self.ignored.append(f"{rel}: {why}")
                 continue
@@ -198,10 +181,12 @@ class IsolatedTarget:
                 answer, out = wire.receive(self.cage.from_executor, deadline)
             except wire.Timeout:
                 self.cage.stop()
+                self._flag("timeout", f"{what} ran out of time")
                 raise TimeoutError(f"{what} did not return within {self.limits.call_timeout_s:g} s; "
                                    "the executor was stopped") from None
             except wire.Closed:
                 self.cage.stop()
+                self._flag("executor-died", f"during {what}")
                 raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
             except wire.WireError as e:
                 self.cage.stop()

@@ -32,3 +32,27 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 def print_record(record: dict[str, Any], console: Console | None = None) -> None:
     (console or Console()).print(exercise_table(record))
+
+
+def class_table(records: list[dict[str, Any]], exercise_ids: list[str]) -> Table:
+    """The instructor's view of a graded class: a row per student, points per exercise, flags."""
+    table = Table(title="grades")
+    table.add_column("student")
+    short = {e: e.split(".", 1)[-1] for e in exercise_ids}
+    for e in exercise_ids:
+        table.add_column(short[e], justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("flags", overflow="fold", max_width=40)
+    for r in records:
+        points = {ex["id"]: ex for ex in r["exercises"]}
+        cells = []
+        for e in exercise_ids:
+            ex = points.get(e)
+            if ex is None:
+                cells.append("-")
+                continue
+            style = _STYLE.get(ex["status"], "red")
+            cells.append(f"[{style}]{ex['points']:g}/{ex['max_points']:g}[/]")
+        kinds = sorted({f["kind"] for f in r["flags"]})
+        table.add_row(r["student"], *cells, f"{r['points']:g}", ", ".join(kinds))
+    return table

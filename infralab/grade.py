@@ -1,0 +1,233 @@
+"""``infralab grade SUBMISSIONS... --out DIR``: grade a class with the hidden tests, in isolation.
+
+Each submission (folder or zip; a folder of them is a class, see :mod:`infralab.judge.intake`)
+is staged (exercise modules only), then graded by one pytest run in a child process with
+``--isolated --seed N``: the student's code runs in a caged executor, the verdicts in the judge.
+Submissions run in parallel on a local pool (``--jobs``, default one per core) or as tasks on a
+Ray cluster (``--backend ray [--address ADDR]``; no address starts and stops a local instance).
+A submission whose grading crashes gets a record that says so (0 points); the batch goes on.
+
+Outputs, all rendered from the records (:mod:`infralab.outputs`)::
+
+    DIR/gradebook.csv                   one row per student, a column per exercise, total
+    DIR/<student>/record.json           the result record
+    DIR/<student>/results.json          Gradescope
+    DIR/<student>/junit.xml             JUnit XML
+    DIR/<student>/feedback.html         feedback page (no hidden test source)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infralab.course import Course, load_course
+from infralab.errors import InfralabError
+from infralab.judge.cage import CageLimits
+from infralab.judge.intake import Submission, discover, stage
+from infralab.record import build_record
+from infralab.runner import TestRun, run_tests
+
+VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
+
+
+@dataclass
+class GradeOptions:
+    exercises: tuple[str, ...] = ()  # exercise ids; empty: all selected by parts
+    seed: int = 0
+    visible: bool = False  # also run the visible tests
+    call_timeout_s: float = 20.0
+    budget_s: float = 180.0
+    memory_bytes: int = 4 << 30
+    hide: list[str] = field(default_factory=list)
+
+    def limits(self) -> CageLimits:
+        return CageLimits(call_timeout_s=self.call_timeout_s, budget_s=self.budget_s,
+                          memory_bytes=self.memory_bytes, hide=list(self.hide))
+
+
+def _error_record(course: Course, exercise_ids: list[str], student: str, message: str) -> dict[str, Any]:
+    record = build_record(course, student, "grade", [], started=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+                          duration_s=0.0, exercise_ids=exercise_ids,
+                          flags=[{"kind": "grading-error", "detail": message[-1500:], "source": "judge"}])
+    for ex in record["exercises"]:
+        ex["status"], ex["first_failure"] = "error", message.splitlines()[0][:300] if message else "error"
+    record["max_points"] = round(sum(ex["max_points"] for ex in record["exercises"]), 4)
+    return record
+
+
+def grade_one(course_root: str, student: str, staged: str, options: dict[str, Any],
+              ignored: list[str]) -> dict[str, Any]:
+    """Grade one staged submission; never raises (a failure is a record with a grading-error flag).
+
+    Plain arguments so the same function runs in a local thread or as a Ray task.
+    """
+    try:
+        course = load_course(course_root)
+        opts = GradeOptions(**options)
+        chosen = [course.exercise(e) for e in opts.exercises] if opts.exercises else list(course.exercises)
+    except Exception as e:  # noqa: BLE001 - a broken course.yml: say so in this student's record
+        return {"schema": "infralab.record/1", "target": student, "student": student, "mode": "grade",
+                "points": 0.0, "max_points": 0.0, "exercises": [], "environment": {}, "protections": {},
+                "perf": [], "flags": [{"kind": "grading-error", "detail": f"{type(e).__name__}: {e}",
+                                       "source": "judge"}], "submission": {"ignored_files": list(ignored)}}
+    ids = [ex.id for ex in chosen]
+    env = dict(os.environ)
+    env["INFRALAB_JUDGE"] = json.dumps(asdict(opts.limits()))
+    run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
+                  seed=opts.seed, isolated=True)
+    wall = opts.budget_s * 2 + 120.0  # the executor's budget, plus the judge's own work
+    try:
+        record = run_tests(course, run, env=env, wall_timeout_s=wall)
+        record.pop("output_tail", None)  # pytest's summary line holds timings and temp paths
+        if record.get("pytest_exit") not in (0, 1):
+            record["flags"].append({"kind": "grading-error", "source": "judge",
+                                    "detail": f"pytest exited with status {record['pytest_exit']}"})
+    except subprocess.TimeoutExpired:
+        record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
+    except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going
+        record = _error_record(course, ids, student, f"{type(e).__name__}: {e}")
+    record["target"] = student
+    record["student"] = student
+    record["submission"] = {"ignored_files": list(ignored)}
+    for line in ignored:  # flag what could have been code; a README is just listed
+        if line.split(":", 1)[0].endswith((".py", ".pth", ".so")) or "symbolic link" in line or "unsafe" in line:
+            record["flags"].append({"kind": "ignored-file", "detail": line, "source": "intake"})
+    return record
+
+
+def stable(record: dict[str, Any]) -> dict[str, Any]:
+    """The record without what legitimately differs between runs (start time, durations)."""
+    out = {k: v for k, v in record.items() if k not in VOLATILE}
+    out["exercises"] = [{**ex, "tests": [{k: v for k, v in t.items() if k != "duration_s"} for t in ex["tests"]]}
+                        for ex in record["exercises"]]
+    return out
+
+
+Task = tuple[str, str, str, dict, list]  # the arguments of grade_one
+
+
+def run_local(tasks: list[Task], jobs: int, done: Callable[[dict], None]) -> list[dict]:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    records = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(grade_one, *t) for t in tasks]
+        for fut in as_completed(futures):
+            records.append(fut.result())
+            done(records[-1])
+    return records
+
+
+def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[dict], None]) -> list[dict]:
+    try:
+        import ray
+    except ImportError:
+        raise InfralabError("--backend ray needs Ray: pip install 'infralab[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=max(1, jobs), include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(grade_one)
+        pending = [remote.remote(*t) for t in tasks]
+        records = []
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            records.append(ray.get(ready[0]))
+            done(records[-1])
+        return records
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def grade(course: Course, submissions: list[Submission], out: Path, options: GradeOptions, *, jobs: int = 1,
+          backend: str = "local", address: str | None = None,
+          on_done: Callable[[dict], None] | None = None) -> list[dict]:
+    """Stage, grade and write every output; returns the records in submission order."""
+    from infralab.outputs import write_outputs, write_gradebook
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="infralab-grade-") as staging:
+        options.hide = sorted({*options.hide, str(out), staging, *(str(s.source.resolve().parent) for s in submissions)})
+        tasks: list[Task] = []
+        for sub in submissions:
+            stage(sub, Path(staging))
+            tasks.append((str(course.root), sub.student, str(sub.staged), asdict(options), sub.ignored))
+
+        def done(record: dict) -> None:
+            write_outputs(record, course, out / record["student"])
+            if on_done:
+                on_done(record)
+
+        if backend == "ray":
+            records = run_ray(tasks, jobs, address, done)
+        else:
+            records = run_local(tasks, jobs, done)
+    order = {s.student: i for i, s in enumerate(submissions)}
+    records.sort(key=lambda r: order[r["student"]])
+    exercise_ids = list(options.exercises) or [ex.id for ex in course.exercises]
+    write_gradebook(records, course, exercise_ids, out / "gradebook.csv")
+    return records
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("submissions", nargs="+", type=Path,
+                   help="submission folders or zips, or class folders holding them")
+    p.add_argument("--out", required=True, type=Path, help="where the gradebook and per-student outputs go")
+    p.add_argument("--part", action="append", default=[], help="grade only this part (repeatable)")
+    p.add_argument("--exercise", action="append", default=[], help="grade only this exercise (repeatable)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: one per core)")
+    p.add_argument("--seed", type=int, default=0, help="the grading seed (the same seed gives the same verdicts)")
+    p.add_argument("--visible", action="store_true", help="also run the visible tests")
+    p.add_argument("--call-timeout", type=float, default=20.0, help="seconds one call into student code may take")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds of student code per submission")
+    p.add_argument("--memory", type=float, default=4.0, help="GiB of address space for the executor (CPU only)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from infralab.outputs.terminal import class_table
+
+    course = load_course()
+    chosen = course.select(args.part or None, args.exercise or None)
+    if not chosen:
+        raise InfralabError("no exercise matches --part/--exercise")
+    try:
+        submissions = discover(args.submissions)
+    except FileNotFoundError as e:
+        raise InfralabError(str(e)) from None
+    if not submissions:
+        raise InfralabError("no submissions found")
+    options = GradeOptions(exercises=tuple(ex.id for ex in chosen), seed=args.seed, visible=args.visible,
+                           call_timeout_s=args.call_timeout, budget_s=args.timeout,
+                           memory_bytes=int(args.memory * (1 << 30)))
+    console = Console()
+    with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=console) as progress:
+        bar = progress.add_task("", total=len(submissions))
+        records = grade(course, submissions, args.out, options, jobs=args.jobs, backend=args.backend,
+                        address=args.address,
+                        on_done=lambda r: progress.update(bar, advance=1, description=r["student"]))
+    console.print(class_table(records, [ex.id for ex in chosen]))
+    console.print(f"outputs in {args.out}/ (gradebook.csv, <student>/results.json, junit.xml, feedback.html)")
+    return 0
+
+
+def iter_records(out: Path) -> Iterable[dict]:
+    for path in sorted(Path(out).glob("*/record.json")):
+        yield json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,44 @@
+"""A one-exercise copy of the course (``part01_transformer.rmsnorm``) for the grading kit's tests,
+demo and benchmark: grading then depends neither on other exercises nor on course.yml edits."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+EXERCISE = "part01_transformer.rmsnorm"
+COURSE_YML = """course:
+  id: llm-infra-grading-demo
+  title: {en: "Grading demo: one exercise", zh: "评分演示：一个练习"}
+parts:
+  - id: part01_transformer
+    title: {en: "The transformer, one module at a time", zh: "Transformer 与单卡推理"}
+    exercises:
+      - id: rmsnorm
+        title: {en: "RMSNorm and LayerNorm", zh: "RMSNorm 与 LayerNorm"}
+        public: [rms_norm, layer_norm]
+        points: 5
+        textbook: "01 核心模块 (RMSNorm/LayerNorm)"
+"""
+FILES = (
+    "exercises/__init__.py", "exercises/part01_transformer/__init__.py", "exercises/part01_transformer/rmsnorm.py",
+    "exercises/part01_transformer/tests/test_rmsnorm.py",
+    "solutions/__init__.py", "solutions/part01_transformer/__init__.py", "solutions/part01_transformer/rmsnorm.py",
+    "graders/part01_transformer/test_rmsnorm.py",
+)
+
+
+def kit_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def rmsnorm_course(dest: Path, source: Path | None = None) -> Path:
+    """Write the one-exercise course under ``dest`` (copied from the kit at ``source``)."""
+    source = Path(source or kit_root())
+    dest = Path(dest)
+    for rel in FILES:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, dest / rel)
+    shutil.copytree(source / "fixtures/mutants/part01_transformer/rmsnorm", dest / "fixtures/mutants/part01_transformer/rmsnorm")
+    (dest / "hardware_profiles").mkdir(exist_ok=True)
+    (dest / "course.yml").write_text(COURSE_YML, encoding="utf-8")
+    return dest

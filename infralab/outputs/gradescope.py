@@ -1,0 +1,50 @@
+"""Gradescope's autograder ``results.json`` for one student, rendered from the record.
+
+Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (score, execution_time,
+tests[] with name, number, score, max_score, status, output, visibility; extra_data).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def test_points(ex: dict[str, Any]) -> list[tuple[dict, float, float]]:
+    """(test, points won, points possible) for each counted test of an exercise (by weight)."""
+    counted = [t for t in ex["tests"] if t["outcome"] != "skipped"]
+    total_weight = sum(t["weight"] for t in counted)
+    rows = []
+    for t in ex["tests"]:
+        possible = ex["max_points"] * t["weight"] / total_weight if total_weight and t["outcome"] != "skipped" else 0.0
+        rows.append((t, possible if t["outcome"] == "passed" else 0.0, possible))
+    return rows
+
+
+def results_json(record: dict[str, Any], hidden_visibility: str = "after_published") -> dict[str, Any]:
+    tests = []
+    for ex in record["exercises"]:
+        for i, (t, won, possible) in enumerate(test_points(ex), start=1):
+            output = t["message"] or ("passed" if t["outcome"] == "passed" else "")
+            if t.get("diagnosis") and t["diagnosis"] not in output:
+                output += f"\nThis looks like: {t['diagnosis']}"
+            tests.append({
+                "name": f"{ex['id']}: {t['name']}",
+                "number": f"{ex['part'][4:6].lstrip('0') or '0'}.{ex['name']}.{i}",
+                "score": round(won, 4),
+                "max_score": round(possible, 4),
+                "status": "passed" if t["outcome"] == "passed" else "failed",
+                "output": output[:5000],
+                "visibility": "visible" if t["visibility"] == "visible" else hidden_visibility,
+            })
+        if not ex["tests"] and ex["status"] == "error":
+            tests.append({"name": f"{ex['id']}: grading", "score": 0.0, "max_score": ex["max_points"],
+                          "status": "failed", "output": ex["first_failure"], "visibility": "visible"})
+    return {
+        "score": record["points"],
+        "execution_time": int(round(record.get("duration_s", 0.0))),
+        "output": f"{record['points']:g} / {record['max_points']:g} points",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"environment": record["environment"], "seed_mode": record["mode"],
+                       "flags": record["flags"], "protections": record["protections"]},
+    }

@@ -1,0 +1,68 @@
+"""The feedback page for one student: points, each test's verdict and message, flags.
+
+Self-contained HTML (no scripts, no external resources). It holds test names and messages,
+never test source: hidden tests' code stays with the instructor.
+"""
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from infralab.outputs.gradescope import test_points
+
+_CSS = """
+body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem} .sub{color:#666;margin-top:0}
+.total{font-size:2rem;font-weight:600} table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
+th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top;font-size:.92rem}
+th{background:#f5f5f5} .passed{color:#17723a;font-weight:600} .failed,.error{color:#b3261e;font-weight:600}
+.partial{color:#9a6700;font-weight:600} .skipped,.not{color:#777}
+pre{white-space:pre-wrap;margin:0;font-size:.85rem;background:#fafafa;padding:.3rem;border-radius:4px}
+.diag{color:#7a3e00} .flag{background:#fff4e5;border-left:4px solid #f0a020;padding:.4rem .6rem;margin:.3rem 0}
+details{margin-top:1rem;color:#555}
+"""
+
+
+def _status_class(status: str) -> str:
+    return status.split()[0]
+
+
+def feedback_html(record: dict[str, Any]) -> str:
+    student = escape(str(record.get("student", record["target"])))
+    parts = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Feedback · {student}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>Feedback 评分反馈 · {student}</h1>",
+             f"<p class='sub'>course {escape(record['course'])} · mode {escape(record['mode'])}</p>",
+             f"<p class='total'>{record['points']:g} / {record['max_points']:g} points 分</p>",
+             "<table><tr><th>exercise 练习</th><th>tests</th><th>points</th><th>status</th></tr>"]
+    for ex in record["exercises"]:
+        parts.append(f"<tr><td>{escape(ex['id'])}</td><td>{ex['passed']}/{ex['total']}</td>"
+                     f"<td>{ex['points']:g}/{ex['max_points']:g}</td>"
+                     f"<td class='{_status_class(ex['status'])}'>{escape(ex['status'])}</td></tr>")
+    parts.append("</table>")
+    for ex in record["exercises"]:
+        parts.append(f"<h2>{escape(ex['id'])}</h2>")
+        if ex["status"] == "error":
+            parts.append(f"<p class='error'>{escape(ex['first_failure'])}</p>")
+        if not ex["tests"]:
+            continue
+        parts.append("<table><tr><th>test</th><th>visibility</th><th>points</th><th>result</th></tr>")
+        for t, won, possible in test_points(ex):
+            message = f"<pre>{escape(t['message'])}</pre>" if t["message"] and t["outcome"] != "passed" else ""
+            diag = t.get("diagnosis")
+            if diag and diag not in t["message"]:
+                message += f"<p class='diag'>This looks like 可能的错误: {escape(diag)}</p>"
+            parts.append(f"<tr><td>{escape(t['name'])}{message}</td><td>{escape(t['visibility'])}</td>"
+                         f"<td>{won:.3g}/{possible:.3g}</td>"
+                         f"<td class='{_status_class(t['outcome'])}'>{escape(t['outcome'])}</td></tr>")
+        parts.append("</table>")
+    if record["flags"]:
+        parts.append("<h2>Flags for the instructor 提示</h2>")
+        for fl in record["flags"]:
+            parts.append(f"<div class='flag'><b>{escape(fl['kind'])}</b>: {escape(str(fl.get('detail', '')))}</div>")
+    env = record["environment"]
+    parts.append("<details><summary>environment and protections 运行环境</summary><pre>"
+                 + escape("\n".join(f"{k}: {v}" for k, v in env.items()))
+                 + "\n\n" + escape("\n".join(f"{k}: {v}" for k, v in record["protections"].items()))
+                 + "</pre></details></body></html>\n")
+    return "".join(parts)

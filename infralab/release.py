@@ -1,0 +1,201 @@
+"""``infralab release --out DIR``: the student version of the course, checked before it ships.
+
+The release holds the stubs and their visible tests, the engine, the hardware profiles, the
+docs students need and a course.yml marked ``release: true`` (the course model then expects
+neither solutions nor hidden tests). It never holds ``solutions/``, ``graders/``, ``fixtures/``
+(mutants, sample submissions), the kit's own tests or benchmarks. Two checks run on the result:
+
+- leak check: no function body of any solution appears in any release file (AST comparison of
+  bodies, and the body's text), and no release file equals a file of solutions/, graders/ or
+  fixtures/;
+- stub check: the release's visible tests collect and fail cleanly on the stubs (each failure
+  a NotImplementedError, no collection error).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from infralab.course import Course, load_course
+from infralab.errors import InfralabError
+
+TOP_FILES = ("pyproject.toml", "README.md", "Makefile", "LICENSE", ".gitignore")
+TOP_DIRS = ("exercises", "infralab", "hardware_profiles", "docs")
+NOT_SHIPPED_DOCS = ("authoring.md", "grading.md")  # instructor documentation
+SECRET_DIRS = ("solutions", "graders", "fixtures")
+MARKER = ".infralab-release"
+
+
+@dataclass
+class ReleaseReport:
+    out: Path
+    files: int = 0
+    leaks: list[str] = field(default_factory=list)
+    stub_problems: list[str] = field(default_factory=list)
+    stub_tests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.leaks and not self.stub_problems
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    drop = {n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith((".pyc", ".egg-info"))}
+    if Path(folder).name == "docs":
+        drop |= {n for n in names if n in NOT_SHIPPED_DOCS}
+    return drop
+
+
+def _release_course_yml(course: Course, dest: Path) -> None:
+    data = yaml.safe_load((course.root / "course.yml").read_text(encoding="utf-8"))
+    for part in data["parts"]:
+        for ex in part["exercises"]:
+            ex.get("tests", {}).pop("hidden", None)
+            ex.pop("mutants", None)
+    data["release"] = True  # course.py then expects no solutions/ and no hidden tests
+    head = "# Student release: hidden tests and solutions are not shipped.\n"
+    dest.write_text(head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+def write_release(course: Course, out: Path) -> int:
+    out = Path(out).resolve()
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).is_file():
+            raise InfralabError(f"{out} exists and is not an earlier release: give an empty or new folder")
+        shutil.rmtree(out)
+    if course.root.resolve() in (out, *out.parents):
+        raise InfralabError("--out must be outside the course")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in TOP_FILES:
+        if (course.root / name).is_file():
+            shutil.copyfile(course.root / name, out / name)
+    for name in TOP_DIRS:
+        if (course.root / name).is_dir():
+            shutil.copytree(course.root / name, out / name, ignore=_ignore, symlinks=False)
+    _release_course_yml(course, out / "course.yml")
+    (out / MARKER).write_text("written by infralab release\n")
+    return sum(1 for p in out.rglob("*") if p.is_file())
+
+
+# -- leak check ----------------------------------------------------------------------------------
+def _bodies(tree: ast.AST) -> list[tuple[str, str]]:
+    """(function name, dump of its body without the docstring) for every non-trivial function."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]
+            trivial = len(body) <= 1 and all(isinstance(s, (ast.Pass, ast.Raise, ast.Return)) for s in body)
+            if not trivial:
+                found.append((node.name, "\n".join(ast.dump(s) for s in body)))
+    return found
+
+
+def _body_texts(source: str, tree: ast.AST) -> list[tuple[str, str]]:
+    lines = source.splitlines()
+    texts = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            start = node.body[0].lineno
+            if isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant):
+                start = node.body[0].end_lineno + 1
+            body = [ln.strip() for ln in lines[start - 1:node.end_lineno] if ln.strip() and not ln.strip().startswith("#")]
+            if len(body) >= 3:
+                texts.append((node.name, "\n".join(body)))
+    return texts
+
+
+def leak_check(course_root: Path, release: Path) -> list[str]:
+    course_root, release = Path(course_root), Path(release)
+    secrets_ast: list[tuple[str, str, str]] = []
+    secrets_text: list[tuple[str, str, str]] = []
+    for file in sorted((course_root / "solutions").rglob("*.py")):
+        source = file.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        rel = file.relative_to(course_root).as_posix()
+        secrets_ast += [(rel, name, dump) for name, dump in _bodies(tree)]
+        secrets_text += [(rel, name, text) for name, text in _body_texts(source, tree)]
+    secret_files = {}
+    for d in SECRET_DIRS:
+        for file in (course_root / d).rglob("*"):
+            if file.is_file() and file.name != "__init__.py" and "__pycache__" not in file.parts:
+                secret_files[file.read_bytes()] = file.relative_to(course_root).as_posix()
+    leaks = []
+    for file in sorted(p for p in release.rglob("*") if p.is_file()):
+        rel = file.relative_to(release).as_posix()
+        data = file.read_bytes()
+        if data in secret_files and file.name != "__init__.py":
+            leaks.append(f"{rel} is a copy of {secret_files[data]}")
+        if file.suffix != ".py":
+            continue
+        source = data.decode("utf-8", errors="replace")
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        mine = {dump for _, dump in _bodies(tree)}
+        stripped = "\n".join(ln.strip() for ln in source.splitlines() if ln.strip())
+        for srel, name, dump in secrets_ast:
+            if dump in mine:
+                leaks.append(f"{rel} holds the body of {srel}:{name}")
+        for srel, name, text in secrets_text:
+            if text in stripped and f"{rel} holds the body of {srel}:{name}" not in leaks:
+                leaks.append(f"{rel} holds the text of {srel}:{name}")
+    return leaks
+
+
+# -- stub check ----------------------------------------------------------------------------------
+def stub_check(release: Path) -> tuple[int, list[str]]:
+    """The release's visible tests on its stubs: (number of tests, problems)."""
+    from infralab.runner import TestRun, run_tests
+    course = load_course(release)
+    record = run_tests(course, TestRun(target="exercises", exercises=course.exercises, visible=True, hidden=False,
+                                       mode="check", seed=0))
+    problems = []
+    tests = [t for ex in record["exercises"] for t in ex["tests"]]
+    if record.get("pytest_exit") not in (0, 1):
+        problems.append(f"pytest exited with status {record.get('pytest_exit')}: {record.get('output_tail', '')[-800:]}")
+    for ex in record["exercises"]:
+        if not ex["tests"]:
+            problems.append(f"{ex['id']}: no visible test was collected")
+    for t in tests:
+        if t["outcome"] == "failed" and not t["message"].startswith("NotImplementedError"):
+            problems.append(f"{t['nodeid']}: fails on the stub with {t['message'].splitlines()[0][:200]!r}, "
+                            "not NotImplementedError")
+    return len(tests), problems
+
+
+def release(course: Course, out: Path, *, check_stubs: bool = True) -> ReleaseReport:
+    report = ReleaseReport(out=Path(out).resolve())
+    report.files = write_release(course, out)
+    report.leaks = leak_check(course.root, report.out)
+    if check_stubs:
+        report.stub_tests, report.stub_problems = stub_check(report.out)
+    return report
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, type=Path, help="folder for the student version (new, or an earlier release)")
+    p.add_argument("--no-stub-check", action="store_true", help="skip running the visible tests on the stubs")
+
+
+def run(args: argparse.Namespace) -> int:
+    course = load_course()
+    report = release(course, args.out, check_stubs=not args.no_stub_check)
+    print(f"release: {report.files} files in {report.out}")
+    print(f"leak check: {'no solution code found' if not report.leaks else f'{len(report.leaks)} LEAKS'}")
+    for line in report.leaks:
+        print(f"  LEAK {line}")
+    if not args.no_stub_check:
+        print(f"stub check: {report.stub_tests} visible tests, "
+              f"{'all fail cleanly on the stubs' if not report.stub_problems else f'{len(report.stub_problems)} problems'}")
+        for line in report.stub_problems:
+            print(f"  {line}")
+    return 0 if report.ok else 1
