@@ -243,14 +243,26 @@ class CrashingSoftmax:
 
 
 class WrongAfterWarmUp:
-    """Right on the gate, wrong on timed runs: caught by the re-checks of timed outputs."""
+    """Right on the gate (its first calls), wrong on timed runs: caught by the re-checks."""
     calls = 0
 
     @classmethod
     def softmax(cls, x):
+        from infralab.perf.workloads import WORKLOADS
         cls.calls += 1
         out = torch.softmax(x.float(), dim=-1).to(x.dtype)
-        return out if cls.calls == 1 else out * 0
+        return out if cls.calls <= 1 + len(WORKLOADS["softmax"].gate_shapes) else out * 0
+
+
+class TailIgnored:
+    """Right when rows are whole blocks of 1024, wrong on the ragged tail (a missing mask)."""
+
+    @staticmethod
+    def softmax(x):
+        whole = x.shape[-1] // 1024 * 1024
+        out = torch.zeros_like(x)
+        out[..., :whole] = torch.softmax(x[..., :whole].float(), dim=-1).to(x.dtype)
+        return out
 
 
 class Fake:
@@ -273,8 +285,8 @@ class Fake:
 SMALL = SamplingPolicy(min_samples=4, max_samples=6)
 
 
-def run_on_cpu(module, seconds=(1e-3,)):
-    c = spec(dtype="float32", shapes=[{"M": 8, "N": 300}])
+def run_on_cpu(module, seconds=(1e-3,), n=300):
+    c = spec(dtype="float32", shapes=[{"M": 8, "N": n}])
     return run_challenge(module, c, c["shapes"][0], H200, timer=Fake(list(seconds)), target="test",
                          exercise="part03_kernels.softmax", device="cpu", policy=SMALL)
 
@@ -296,6 +308,11 @@ def test_a_wrong_or_crashing_candidate_is_rejected_at_the_gate_and_not_timed(mod
     e = run_on_cpu(module)
     assert not e["correct"] and e["decision"] == "reject" and e["metrics"] == {}
     assert words in e["reason"]
+
+
+def test_a_kernel_right_only_on_round_sizes_fails_the_gate_at_a_ragged_shape():
+    e = run_on_cpu(TailIgnored, n=2048)
+    assert not e["correct"] and e["decision"] == "reject" and "ragged shape" in e["reason"]
 
 
 def test_a_candidate_wrong_on_timed_runs_is_caught_by_the_rechecks():

@@ -92,6 +92,18 @@ def check_outputs(wl: Workload, got: Any, inputs: dict, options: dict) -> str | 
     return None
 
 
+def _gate(module: Any, wl: Workload, inputs: dict, opts: dict, device: str, nbytes: int) -> str | None:
+    """None when the candidate's outputs on ``inputs`` (written over poisoned memory) are right."""
+    try:
+        if device == "cuda":
+            _poison_free_memory(4 * nbytes + 2**20)
+        got = wl.call(module, inputs, opts)
+        _sync(device)
+        return check_outputs(wl, got, inputs, opts)
+    except Exception as exc:  # crashed, NotImplementedError, a banned routine, ...
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 def _input_sets(wl: Workload, shape, dtype, options, seed: int, count: int, device: str) -> list[dict]:
     return [wl.make_inputs(shape, dtype, options, seed + i, device) for i in range(count)]
 
@@ -126,18 +138,18 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         "environment": gpu_environment() if device == "cuda" else {"device": device},
         "evidence": decision.evidence(profile, on_gpu=device == "cuda"),
     }
-    # 1. correctness gate on fresh inputs, outputs poisoned
+    # 1. correctness gate on fresh inputs, outputs poisoned: the challenge shape, then ragged ones
     gate_inputs = wl.make_inputs(shape, dtype, opts, seed, device)
     set_bytes = max(1, _nbytes(list(gate_inputs.values())))
-    try:
-        if device == "cuda":
-            _poison_free_memory(4 * set_bytes + 2**20)
-        got = wl.call(module, gate_inputs, opts)
-        _sync(device)
-        problem = check_outputs(wl, got, gate_inputs, opts)
-    except Exception as exc:  # the candidate crashed, raised NotImplementedError, or called a banned routine
-        problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    problem = _gate(module, wl, gate_inputs, opts, device, set_bytes)
     del gate_inputs
+    for i, small in enumerate(wl.gate_shapes):
+        if problem:
+            break
+        ragged = wl.make_inputs(small, dtype, opts, seed + 7 + i, device, ragged=True)
+        problem = _gate(module, wl, ragged, opts, device, _nbytes(list(ragged.values())))
+        if problem:
+            problem = f"at the ragged shape {small}: {problem}"
     if problem:
         v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
                            working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)

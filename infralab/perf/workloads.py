@@ -3,7 +3,10 @@
 A challenge in course.yml names its workload (``workload: rmsnorm``). The workload knows:
 
 - ``dims``: the names of a shape (``M``, ``N``); ``options`` it accepts (``causal``);
-- ``make_inputs(shape, dtype, options, seed, device)``: random inputs, never zeros;
+- ``make_inputs(shape, dtype, options, seed, device, ragged=False)``: random inputs, never zeros
+  (``ragged``: per-sequence lengths vary, where the workload has lengths);
+- ``gate_shapes``: small shapes off every block multiple, checked by the correctness gate on top of
+  the challenge shape (whose sizes are round numbers that a kernel missing its masks gets right);
 - ``call(module, inputs, options)``: how the exercise's public function is called;
 - ``reference(inputs, options)``: the expected outputs, computed in fp32 with plain torch;
 - ``baselines``: library versions timed interleaved with the candidate (eager torch, cuBLAS,
@@ -34,6 +37,7 @@ class Workload:
     options: dict[str, Any] = field(default_factory=dict)  # option -> default
     reduction: Callable[[Inputs], int | None] = lambda inputs: None  # longest sum, for the tolerance
     output_names: tuple[str, ...] = ("output",)
+    gate_shapes: tuple[dict[str, int], ...] = ()
 
 
 def _torch():
@@ -67,7 +71,7 @@ def _compiled(fn: Callable) -> Callable:
 
 # --- vector_add -----------------------------------------------------------------------------
 
-def _add_inputs(shape, dtype, options, seed, device):
+def _add_inputs(shape, dtype, options, seed, device, ragged=False):
     g = _gen(seed, device)
     return {"x": _randn((shape["N"],), _dtype(dtype), g, device), "y": _randn((shape["N"],), _dtype(dtype), g, device)}
 
@@ -78,7 +82,7 @@ def _add_eager(inp, opt):
 
 # --- rmsnorm (fused residual add + RMSNorm) ----------------------------------------------------
 
-def _rms_inputs(shape, dtype, options, seed, device):
+def _rms_inputs(shape, dtype, options, seed, device, ragged=False):
     g = _gen(seed, device)
     dt = _dtype(dtype)
     M, N = shape["M"], shape["N"]
@@ -105,7 +109,7 @@ def _rms_reference(inp, opt):
 
 # --- softmax ---------------------------------------------------------------------------------
 
-def _softmax_inputs(shape, dtype, options, seed, device):
+def _softmax_inputs(shape, dtype, options, seed, device, ragged=False):
     return {"x": _randn((shape["M"], shape["N"]), _dtype(dtype), _gen(seed, device), device, scale=2.0)}
 
 
@@ -119,7 +123,7 @@ def _softmax_reference(inp, opt):
 
 # --- matmul ----------------------------------------------------------------------------------
 
-def _mm_inputs(shape, dtype, options, seed, device):
+def _mm_inputs(shape, dtype, options, seed, device, ragged=False):
     g = _gen(seed, device)
     dt = _dtype(dtype)
     return {"a": _randn((shape["M"], shape["K"]), dt, g, device), "b": _randn((shape["K"], shape["N"]), dt, g, device)}
@@ -141,7 +145,7 @@ def _mm_reference(inp, opt):
 
 # --- flash_attention (forward, returns O and LSE) --------------------------------------------
 
-def _attn_inputs(shape, dtype, options, seed, device):
+def _attn_inputs(shape, dtype, options, seed, device, ragged=False):
     g = _gen(seed, device)
     dt = _dtype(dtype)
     B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
@@ -177,14 +181,15 @@ def _attn_reference(inp, opt):
 
 # --- decode_attention (split-KV, GQA) ------------------------------------------------------
 
-def _decode_inputs(shape, dtype, options, seed, device):
+def _decode_inputs(shape, dtype, options, seed, device, ragged=False):
     torch = _torch()
     g = _gen(seed, device)
     dt = _dtype(dtype)
     B, HQ, HKV, S, D = shape["B"], shape["HQ"], shape["HKV"], shape["S"], shape["D"]
     return {"q": _randn((B, HQ, D), dt, g, device), "k_cache": _randn((B, HKV, S, D), dt, g, device),
             "v_cache": _randn((B, HKV, S, D), dt, g, device),
-            "seq_lens": torch.full((B,), S, dtype=torch.int32, device=device)}
+            "seq_lens": (torch.randint(1, S + 1, (B,), generator=g, device=device, dtype=torch.int32) if ragged
+                         else torch.full((B,), S, dtype=torch.int32, device=device))}
 
 
 def _decode_sdpa_flash(inp, opt):
@@ -217,27 +222,29 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("vector_add", ("N",), "vector_add", _add_inputs,
              call=lambda m, i, o: m.vector_add(i["x"], i["y"]),
              reference=lambda i, o: (i["x"].float() + i["y"].float()).to(i["x"].dtype),
-             baselines={"eager": _add_eager}),
+             baselines={"eager": _add_eager}, gate_shapes=({"N": 1_000_003},)),
     Workload("rmsnorm", ("M", "N"), "fused_add_rmsnorm", _rms_inputs,
              call=lambda m, i, o: m.fused_add_rmsnorm(i["x"], i["residual"], i["weight"], o.get("eps", 1e-6)),
              reference=_rms_reference,
              baselines={"eager": _rms_eager, "compile": _compiled(_rms_eager)},
-             options={"eps": 1e-6}, output_names=("output", "residual")),
+             options={"eps": 1e-6}, output_names=("output", "residual"), gate_shapes=({"M": 37, "N": 3000},)),
     Workload("softmax", ("M", "N"), "softmax", _softmax_inputs,
              call=lambda m, i, o: m.softmax(i["x"]),
              reference=_softmax_reference,
-             baselines={"eager": _softmax_eager, "compile": _compiled(_softmax_eager)}),
+             baselines={"eager": _softmax_eager, "compile": _compiled(_softmax_eager)},
+             gate_shapes=({"M": 37, "N": 3001}, {"M": 5, "N": 70001})),
     Workload("matmul", ("M", "N", "K"), "matmul", _mm_inputs,
              call=lambda m, i, o: m.matmul(i["a"], i["b"]),
              reference=_mm_reference, baselines={"cublas": _mm_cublas},
-             reduction=lambda i: int(i["a"].shape[1])),
+             reduction=lambda i: int(i["a"].shape[1]), gate_shapes=({"M": 1000, "N": 777, "K": 555},)),
     Workload("flash_attention", ("B", "H", "S", "D"), "flash_attention", _attn_inputs,
              call=lambda m, i, o: m.flash_attention(i["q"], i["k"], i["v"], causal=bool(o.get("causal", False))),
              reference=_attn_reference, baselines={"sdpa_flash": _sdpa_flash},
              options={"causal": False}, reduction=lambda i: int(i["k"].shape[2]),
-             output_names=("o", "lse")),
+             output_names=("o", "lse"), gate_shapes=({"B": 2, "H": 3, "S": 1000, "D": 128},)),
     Workload("decode_attention", ("B", "HQ", "HKV", "S", "D"), "decode_attention", _decode_inputs,
              call=lambda m, i, o: m.decode_attention(i["q"], i["k_cache"], i["v_cache"], i["seq_lens"]),
              reference=_decode_reference, baselines={"sdpa_flash": _decode_sdpa_flash},
-             reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse")),
+             reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse"),
+             gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "S": 3001, "D": 128},)),
 )}
