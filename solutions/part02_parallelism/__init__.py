@@ -1,0 +1,1 @@
+"""Part 02: parallelism (collectives, ZeRO)."""
