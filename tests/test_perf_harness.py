@@ -345,3 +345,12 @@ def test_profile_show_lists_every_profile_with_its_status():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "h200" in proc.stdout and "calibrated" in proc.stdout and "provisional" in proc.stdout
+
+
+def test_the_bench_table_shows_rate_ceiling_share_ratio_bar_decision_and_environment(capsys):
+    from infralab.perf.bench import print_bench
+    good, wrong = run_on_cpu(SoftmaxModule), run_on_cpu(WrongSoftmax)
+    print_bench([good, wrong], H200)
+    out = capsys.readouterr().out
+    assert "GB/s" in out and "x eager" in out and "reject" in out and "environment: device=cpu" in out
+    assert "profile h200 (calibrated)" in out

@@ -135,7 +135,7 @@ def print_bench(entries: list[dict[str, Any]], profile: Profile) -> None:
             f"{100 * frac:.1f}%" if frac is not None else "-",
             f"{m['ratio_to_baseline']:.3f}x {e['workload']['baseline']}" if m else "-",
             e["level"], e["decision"])
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)  # logs and pipes: no narrow wrapping
     console.print(table)
     for e in entries:
         console.print(f"{e['challenge']}: {e['reason']}")

@@ -18,7 +18,7 @@ def _configs() -> list[triton.Config]:
     if INTERPRETED:
         return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 4}, num_warps=1)]
     tiles = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)
-        (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 8), (128, 256, 32, 4, 8),
+        (128, 256, 64, 3, 8), (128, 256, 64, 4, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 8), (128, 256, 32, 4, 8),
         (128, 128, 32, 4, 4), (64, 256, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
     ]
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
