@@ -16,11 +16,14 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	if [ "$(TORCH)" != "skip" ]; then $(BIN)/python -m pip install -q $(TORCH); fi
-	$(BIN)/python -m pip install -q -e '.[triton,dev,nbgrader]'
+	$(BIN)/python -m pip install -q -e '.[triton,dev,nbgrader,ray]'
 	touch $(STAMP)
 
+# The grading demo: the sample class in fixtures/submissions (complete, partial, broken and hostile
+# submissions) graded in isolation with the hidden tests; the table, then outputs in $(DEMO_OUT).
+DEMO_OUT ?= build/demo-grades
 demo: $(STAMP)
-	$(BIN)/infralab check --target solutions --hidden
+	$(BIN)/infralab grade fixtures/submissions --exercise part01_transformer.rmsnorm --call-timeout 5 --out $(DEMO_OUT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -n $(JOBS) -q

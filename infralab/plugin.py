@@ -110,6 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{ex.name}: tests of {ex.id}")
     _configure_triton()
     _configure_hypothesis(config)
+    if config.getoption("infralab_isolated") and not config.getoption("infralab_soundness") \
+            and not hasattr(config, "workerinput"):
+        state.target(state.default_target).prestart()  # the executor starts while pytest collects
 
 
 def _configure_triton() -> None:

@@ -11,7 +11,7 @@ One :class:`Cage` per implementation under test. It builds a fresh tree::
 
 and starts ``unshare --net --mount --pid --fork --kill-child --mount-proc python boot.py``: no
 network, its own view of the file system (the course root, /root, /tmp, the results folder
-hidden), its own PID space (it cannot see or signal the judge; killing the namespace's first
+hidden, indeed every top-level folder but the system's), its own PID space (it cannot see or signal the judge; killing the namespace's first
 process kills every process the student started), resource limits, and its own unprivileged
 uid (unique per executor, so RLIMIT_NPROC counts only this student's processes). What could
 not be applied on this platform is said in :meth:`Cage.protections`.
@@ -30,7 +30,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 KIT_FILES = ("boot.py", "executor.py", "wire.py")
-DEFAULT_HIDE = ("/root", "/tmp", "/var/tmp", "/home", "/run", "/mnt", "/srv", "/dev/shm")
+VISIBLE_TOP = {"usr", "etc", "dev", "proc", "sys", "opt", "media"}  # media: boot.py's staging mount
+
+
+def default_hidden() -> list[str]:
+    """Every top-level folder except the system's own (symbolic links like /bin -> usr/bin are
+    left alone), and /dev/shm: the executor sees the OS, Python and its tree, nothing else."""
+    hidden = ["/dev/shm"]
+    for name in sorted(os.listdir("/")):
+        path = f"/{name}"
+        if name not in VISIBLE_TOP and os.path.isdir(path) and not os.path.islink(path):
+            hidden.append(path)
+    return hidden
 _uid_counter = iter(range(10**6))
 
 
@@ -165,7 +176,7 @@ class Cage:
 
     def _boot_config(self) -> dict:
         python = sys.executable
-        hide = [str(self.course_root), *DEFAULT_HIDE, *self.limits.hide]
+        hide = [str(self.course_root), *default_hidden(), *self.limits.hide]
         reveal = [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), str(self.tree), str(self.home)]
         if sys.prefix != os.path.realpath(sys.prefix):
             reveal.insert(0, sys.prefix)
@@ -240,7 +251,7 @@ class Cage:
         return {
             "mode": "isolated", "isolated": True,
             "network": "none (network namespace)" if ns is None else f"NOT isolated: {ns}",
-            "filesystem": "course root, /root, /tmp and results hidden (mount namespace)" if ns is None
+            "filesystem": "only /usr, /etc, /opt, Python and its own tree visible (mount namespace)" if ns is None
             else f"NOT hidden: {ns}",
             "pid_namespace": ns is None,
             "user": "unprivileged uid of its own, no_new_privs" if self.uid is not None

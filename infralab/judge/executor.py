@@ -46,6 +46,11 @@ def _audit(event: str, args: tuple) -> None:
             path = os.fsdecode(args[0])
             if any(w in path for w in _WATCHED_PATHS) and not path.startswith(tuple(_own)):
                 flag("read-hidden", f"open {path[:120]}")
+            mode, flags = (args + (None, None))[1:3]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
+                (isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+            if writes and not path.startswith(os.environ.get("HOME", "/nonexistent") + "/"):
+                flag("write-outside", f"open {os.path.normpath(path)[:120]} for writing")
         elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
             path = os.fsdecode(args[0])
             if any(w in path for w in _WATCHED_PATHS) and not path.startswith(tuple(_own)):

@@ -13,6 +13,7 @@ subclasses, forged objects) is kept as flags for the record.
 from __future__ import annotations
 
 import builtins
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,7 @@ class IsolatedTarget:
         self.cage = Cage(code, self.package, Path(course_root), self.limits,
                          {k: list(v) for k, v in (banned or {}).items()})
         self.generation = 0
+        self.greeted = False
         self.spent = 0.0
         self.failures: dict[str, BaseException] = {}
         self.strikes: dict[str, int] = {}
@@ -150,14 +152,23 @@ class IsolatedTarget:
         if entry not in self.flags:
             self.flags.append(entry)
 
-    def _ensure_started(self) -> None:
-        if self.cage.alive():
-            return
+    def prestart(self) -> None:
+        """Start the executor now (it imports torch while pytest collects); called by the plugin."""
+        if not self.cage.alive():
+            self._spawn()
+
+    def _spawn(self) -> None:
         self.cage.start()
-        import os
         os.set_blocking(self.cage.to_executor, False)
         self.generation += 1
         self.modules.clear()
+        self.greeted = False
+
+    def _ensure_started(self) -> None:
+        if not self.cage.alive():
+            self._spawn()
+        if self.greeted:
+            return
         try:
             header, _ = wire.receive(self.cage.from_executor, time.monotonic() + STARTUP_TIMEOUT_S, max_blob=0)
         except wire.WireError as e:
@@ -167,14 +178,15 @@ class IsolatedTarget:
         if header.get("ready") is not True:
             self.cage.stop()
             raise RuntimeError("the isolated executor sent a malformed greeting")
+        self.greeted = True
 
     def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
         if self.spent >= self.limits.budget_s:
             raise TimeoutError(f"{what}: the submission's time budget of {self.limits.budget_s:g} s is spent; "
                                "this call was not made")
+        self._ensure_started()  # the executor's own start-up is not the student's time
         t0 = time.monotonic()
         try:
-            self._ensure_started()
             deadline = time.monotonic() + min(self.limits.call_timeout_s, self.limits.budget_s - self.spent)
             try:
                 wire.send(self.cage.to_executor, header, tensors, deadline=deadline)
@@ -195,7 +207,8 @@ class IsolatedTarget:
             self.spent += time.monotonic() - t0
         for f in answer.get("flags", []) if type(answer.get("flags")) is list else []:
             if type(f) is dict:
-                self._flag(str(f.get("kind", "?"))[:40], str(f.get("detail", ""))[:300])
+                detail = str(f.get("detail", ""))[:300].replace(str(self.cage.tree), "<executor>")
+                self._flag(str(f.get("kind", "?"))[:40], detail)
         return answer, out
 
     def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:

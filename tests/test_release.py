@@ -1,0 +1,52 @@
+"""``infralab release``: the student version holds no solution, no hidden test, no fixture, and
+its visible tests collect and fail cleanly on the stubs; the leak check catches a planted body."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from infralab.course import load_course
+from infralab.errors import InfralabError
+from infralab.judge.minicourse import rmsnorm_course
+from infralab.release import leak_check, release, write_release
+
+
+@pytest.fixture
+def course(tmp_path):
+    return load_course(rmsnorm_course(tmp_path / "course"))
+
+
+def test_release_ships_no_secrets_and_stubs_fail_cleanly(course, tmp_path):
+    report = release(course, tmp_path / "release")
+    out = report.out
+    assert report.ok, (report.leaks, report.stub_problems)
+    assert report.stub_tests == 3
+    for secret in ("solutions", "graders", "fixtures"):
+        assert not (out / secret).exists()
+    assert (out / "exercises/part01_transformer/rmsnorm.py").is_file()
+    released = load_course(out)  # the release's course.yml loads without solutions or hidden tests
+    assert [ex.id for ex in released.exercises] == ["part01_transformer.rmsnorm"]
+
+
+def test_leak_check_finds_a_solution_body_in_the_release(course, tmp_path):
+    out = tmp_path / "release"
+    write_release(course, out)
+    assert leak_check(course.root, out) == []
+    solution = (course.root / "solutions/part01_transformer/rmsnorm.py").read_text()
+    func = next(n for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef) and n.name == "rms_norm")
+    copied = ast.get_source_segment(solution, func).replace("def rms_norm", "def my_helper", 1)
+    stub = out / "exercises/part01_transformer/rmsnorm.py"
+    stub.write_text(stub.read_text() + "\n\n" + copied + "\n")
+    leaks = leak_check(course.root, out)
+    assert any("solutions/part01_transformer/rmsnorm.py:rms_norm" in leak for leak in leaks), leaks
+    (out / "notes.txt").write_bytes((course.root / "graders/part01_transformer/test_rmsnorm.py").read_bytes())
+    assert any("copy of graders/part01_transformer/test_rmsnorm.py" in leak for leak in leak_check(course.root, out))
+
+
+def test_release_refuses_to_overwrite_a_folder_it_did_not_write(course, tmp_path):
+    (tmp_path / "precious").mkdir()
+    (tmp_path / "precious/data.txt").write_text("keep me")
+    with pytest.raises(InfralabError, match="not an earlier release"):
+        write_release(course, tmp_path / "precious")
+    assert (tmp_path / "precious/data.txt").read_text() == "keep me"
