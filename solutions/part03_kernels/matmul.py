@@ -16,7 +16,7 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 def _configs() -> list[triton.Config]:
     """Hopper-friendly tiles on a GPU; one small tile under the CPU interpreter (no autotuning)."""
     if INTERPRETED:
-        return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 4}, num_warps=1)]
+        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}, num_warps=1)]
     tiles = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)
         (128, 256, 64, 3, 8), (128, 256, 64, 4, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 8), (128, 256, 32, 4, 8),
         (128, 128, 32, 4, 4), (64, 256, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
