@@ -33,6 +33,7 @@ def add_grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="gradebook database URL (default: sqlite gradebook.db of the course directory)")
     p.add_argument("--assignment", action="append", help="only this assignment (repeatable)")
     p.add_argument("--student", action="append", help="only this student (repeatable)")
+    p.add_argument("--jobs", type=int, default=None, help="submissions judged at once (default: one per core)")
     p.add_argument("--in-process", action="store_true",
                    help="run student code in this process's pytest (for debugging; default: the isolated judge when installed)")
 
@@ -85,7 +86,8 @@ def _export(course, args) -> int:
 def run_grade(course, submitted: Path, args) -> int:
     from infralab.nbgrader.grade import grade_submissions
     results = grade_submissions(course, submitted, db_url=args.db, assignments=args.assignment,
-                                students=args.student, isolated=None if not args.in_process else False)
+                                students=args.student, isolated=None if not args.in_process else False,
+                                jobs=args.jobs)
     for r in results:
         print(f"{r.student:20s} {r.assignment:24s} {r.notebook:20s} {r.points:7.2f} / {r.max_points:g}  {r.status}")
     return 0

@@ -14,14 +14,16 @@ the student's code and the tests share a process. Here the notebooks are never e
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from infralab.course import Course
+from infralab.course import Course, Exercise
 from infralab.errors import InfralabError
 from infralab.nbgrader.extract import write_module
 from infralab.nbgrader.gradebook import (
@@ -72,48 +74,68 @@ def _timestamp(folder: Path):
 
 def grade_submissions(course: Course, submitted: Path, *, db_url: str | None = None,
                       assignments: list[str] | None = None, students: list[str] | None = None,
-                      isolated: bool | None = None) -> list[NotebookResult]:
-    """Grade every submitted notebook of the course's exercises; write the gradebook."""
+                      isolated: bool | None = None, jobs: int | None = None) -> list[NotebookResult]:
+    """Grade every submitted notebook of the course's exercises; write the gradebook.
+
+    Submissions (one per student and assignment) are judged ``jobs`` at a time (default: one per
+    core); the gradebook is written from this thread only.
+    """
     from nbgrader.api import Gradebook, MissingEntry
     course_dir, submitted = course_folders(submitted)
     db_url = db_url or f"sqlite:///{course_dir / 'gradebook.db'}"
     isolated = judge_available() if isolated is None else isolated
+    tasks = []
+    for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir()):
+        if students and student_dir.name not in students:
+            continue
+        for folder in sorted(p for p in student_dir.iterdir() if p.is_dir()):
+            if assignments and folder.name not in assignments:
+                continue
+            notebooks = _exercise_notebooks(course, folder)
+            if notebooks:
+                tasks.append((student_dir.name, folder, notebooks))
     results: list[NotebookResult] = []
     with Gradebook(db_url) as gb:
-        for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir()):
-            if students and student_dir.name not in students:
-                continue
-            for assignment_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
-                if assignments and assignment_dir.name not in assignments:
-                    continue
-                try:
-                    gb.find_assignment(assignment_dir.name)
-                except MissingEntry:
-                    raise NotebookGradingError(
-                        f"assignment {assignment_dir.name!r} is not in the gradebook {db_url}: "
-                        f"run `nbgrader generate_assignment {assignment_dir.name}` first") from None
-                results += _grade_assignment(course, course_dir, gb, student_dir.name, assignment_dir, isolated)
-    return results
+        for name in sorted({folder.name for _, folder, _ in tasks}):
+            try:
+                gb.find_assignment(name)
+            except MissingEntry:
+                raise NotebookGradingError(f"assignment {name!r} is not in the gradebook {db_url}: "
+                                           f"run `nbgrader generate_assignment {name}` first") from None
+        with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1)) as pool:
+            futures = {pool.submit(_judge, course, notebooks, isolated): (student, folder, notebooks)
+                       for student, folder, notebooks in tasks}
+            for future in as_completed(futures):
+                student, folder, notebooks = futures[future]
+                results += _write_results(course_dir, gb, student, folder, notebooks, future.result())
+    return sorted(results, key=lambda r: (r.student, r.assignment, r.notebook))
 
 
-def _grade_assignment(course: Course, course_dir: Path, gb, student: str, folder: Path,
-                      isolated: bool) -> list[NotebookResult]:
-    assignment = folder.name
-    ensure_submission(gb, assignment, student, _timestamp(folder))
-    notebooks = {}
+def _exercise_notebooks(course: Course, folder: Path) -> dict[Path, Exercise]:
+    """The notebooks of an assignment folder that are infralab exercises (others are left alone)."""
+    found = {}
     for path in sorted(folder.glob("*.ipynb")):
         try:
-            notebooks[path] = course.exercise(f"{assignment}.{path.stem}")
+            found[path] = course.exercise(f"{folder.name}.{path.stem}")
         except KeyError:
-            continue  # a notebook of the assignment that is not an infralab exercise
-    if not notebooks:
-        return []
+            continue
+    return found
+
+
+def _judge(course: Course, notebooks: dict[Path, Exercise], isolated: bool) -> dict:
+    """Extract the answers into a fresh folder and grade it (visible and hidden tests, seed 0)."""
     with tempfile.TemporaryDirectory(prefix="infralab-nb-grade-") as tmp:
         tree = Path(tmp) / "submission"
         for path, ex in notebooks.items():
             write_module(path, tree, ex.module_path)
-        record = run_tests(course, TestRun(target=str(tree), exercises=tuple(notebooks.values()),
-                                           hidden=True, isolated=isolated, seed=0, mode="grade"))
+        return run_tests(course, TestRun(target=str(tree), exercises=tuple(notebooks.values()),
+                                         hidden=True, isolated=isolated, seed=0, mode="grade"))
+
+
+def _write_results(course_dir: Path, gb, student: str, folder: Path, notebooks: dict[Path, Exercise],
+                   record: dict) -> list[NotebookResult]:
+    assignment = folder.name
+    ensure_submission(gb, assignment, student, _timestamp(folder))
     by_id = {e["id"]: e for e in record["exercises"]}
     out_dir = course_dir / "autograded" / student / assignment
     out_dir.mkdir(parents=True, exist_ok=True)
