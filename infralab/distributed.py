@@ -513,7 +513,7 @@ def _gloo_rank(rank: int, world_size: int, store_path: str, spec: Any, banned: d
         calls = decode(payload)
         log: dict[str, list] = {"sends": [], "recvs": [], "collectives": []}
         _count_traffic(log, allow_collectives)
-        code = InProcessTarget(spec, banned).load(module)
+        code = _load_file(module) if spec is None else InProcessTarget(spec, banned).load(module)
         results = []
         for function, args_per_rank in calls:
             for v in log.values():
@@ -532,14 +532,35 @@ def _gloo_rank(rank: int, world_size: int, store_path: str, spec: Any, banned: d
         os._exit(0)  # no atexit, no destroy_process_group that could wait on a dead peer
 
 
+def _load_file(path: str) -> Any:
+    """A module of the kit's own (trusted) code by file path: an oracle or probe run on gloo."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_infralab_probe_{os.getpid()}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def run_trusted_calls(path: str, calls: Sequence[Call], world_size: int, *, allow_collectives: bool = True,
+                      timeout_s: float = 60.0) -> list[list[RankResult]]:
+    """Like :func:`run_calls` on gloo, for functions of a kit file (a public implementation used as an
+    oracle, e.g. FSDP2), not the implementation under test."""
+    # FSDP2 imports torch._dynamo on first use: 20 s per rank on a loaded 2-core machine, once if preloaded
+    _context(preload=("torch.distributed.fsdp", "torch._dynamo"))
+    return _run_gloo(None, {}, str(path), calls, world_size, allow_collectives, timeout_s)
+
+
 _CONTEXT: list[Any] = []
 
 
-def _context():
+def _context(preload: Sequence[str] = ()):
+    """The forkserver context; its server imports torch once (and ``preload`` if it starts now)."""
     if not _CONTEXT:
         import multiprocessing as mp
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", "torch.distributed", "infralab.distributed", "infralab.targets"])
+        ctx.set_forkserver_preload(["torch", "torch.distributed", "infralab.distributed", "infralab.targets",
+                                    *preload])
         _CONTEXT.append(ctx)
     return _CONTEXT[0]
 

@@ -147,6 +147,7 @@ def test_library_collectives_are_not_what_the_ring_uses(impl, gen):
     assert all(res.sends and res.recvs for res in results), "some rank sent or received nothing"
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.weight(3)
 @pytest.mark.parametrize("n", [2, 3])
 def test_collectives_on_real_gloo_processes(impl, gen, n):

@@ -253,6 +253,7 @@ def test_zero_adamw_step_equals_unsharded_adamw_on_the_simulated_group(impl, gen
             g[total:] = 0
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.weight(3)
 @pytest.mark.parametrize("n", [2, 3])
 def test_zero_adamw_step_on_real_gloo_processes(impl, gen, n):

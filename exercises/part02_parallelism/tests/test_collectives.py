@@ -39,6 +39,7 @@ def test_ring_all_gather_matches_torch_cat(impl, gen):
         assert_close(res.value, torch.cat(xs), name=f"rank {rank}")
 
 
+@pytest.mark.timeout(120)
 def test_ring_all_reduce_on_gloo(impl, gen):
     xs = [randn(5, generator=gen) for _ in range(2)]
     results = run_ranks(impl, MODULE, "ring_all_reduce", [(x, r, 2) for r, x in enumerate(xs)], backend="gloo")
