@@ -3,6 +3,9 @@
     python3 benchmarks/h200_suite.py --out DIR [--calibrate] [--candidates solutions|torch]
                                      [--exercise NAME ...] [--time-cap S] [--tag TAG]
 
+``--candidates mutants`` runs every known-wrong kernel of fixtures/mutants/part03_kernels through
+the same challenges: each should be rejected by the correctness gate.
+
 Prints the environment, the ceilings and a table; writes DIR/h200-<tag>.json (all record
 entries, environment included) and DIR/h200-<tag>.md. Challenges come from course.yml where
 the exercise declares them, else from benchmarks/part03_perf.yml.
@@ -50,8 +53,11 @@ def candidate(kind: str, name: str):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
+    from infralab.course import load_course
     from infralab.targets import InProcessTarget, parse_target
-    return InProcessTarget(parse_target(kind, ROOT)).load(f"{PART}.{name}")
+    course = load_course(ROOT)  # the guards of grading: banned routines, a Triton kernel must launch
+    return InProcessTarget(parse_target(kind, ROOT), {e.id: e.banned for e in course.exercises},
+                           frozenset(e.id for e in course.exercises if e.triton)).load(f"{PART}.{name}")
 
 
 def markdown(entries, env, ceilings, tag) -> str:
@@ -108,29 +114,45 @@ def main() -> int:
     for name, cs in challenges().items():
         if args.exercise and name not in args.exercise:
             continue
-        try:
-            module = candidate(args.candidates, name)
-        except Exception as e:  # noqa: BLE001
-            print(f"{name}: no candidate ({e})")
-            continue
-        for c in cs:
-            for shape in c["shapes"]:
-                t0 = time.time()
-                e = run_challenge(module, c, shape, profile, timer=timer, target=args.candidates,
-                                  exercise=f"{PART}.{name}", policy=policy)
-                m = e.get("metrics") or {}
-                print(f"{name}/{c['id']} {shape}: {m.get('achieved')} {m.get('unit', '')} "
-                      f"ratio {m.get('ratio_to_baseline')} frac {m.get('fraction_of_ceiling')} -> {e['level']}, "
-                      f"{e['decision']} ({time.time() - t0:.1f} s) {e['reason'][:200]}", flush=True)
-                entries.append(e)
-    (out / f"h200-{args.tag}.json").write_text(json.dumps({"environment": env, "profile": profile.name,
-                                                           "profile_status": profile.status,
-                                                           "ceilings": profile.ceilings, "entries": entries},
-                                                          indent=1))
-    md = markdown(entries, env, profile.ceilings, args.tag)
-    (out / f"h200-{args.tag}.md").write_text(md)
-    print(md)
+        if args.candidates == "mutants":
+            targets = [f"mutant:{PART}.{name}:{m.stem}"
+                       for m in sorted((ROOT / "fixtures" / "mutants" / PART / name).glob("*.py"))
+                       if m.name != "__init__.py"]
+        else:
+            targets = [args.candidates]
+        for target in targets:
+            try:
+                module = candidate(target, name)
+            except Exception as e:  # noqa: BLE001
+                print(f"{name}: no candidate {target} ({e})")
+                continue
+            entries += run_all(module, name, cs, profile, timer, policy, target)
+    write_outputs(out, args.tag, env, profile, entries)
     return 0
+
+
+def run_all(module, name, cs, profile, timer, policy, target) -> list[dict]:
+    entries = []
+    for c in cs:
+        for shape in c["shapes"]:
+            t0 = time.time()
+            e = run_challenge(module, c, shape, profile, timer=timer, target=target,
+                              exercise=f"{PART}.{name}", policy=policy)
+            m = e.get("metrics") or {}
+            print(f"{name}/{c['id']} [{target}] {shape}: {m.get('achieved')} {m.get('unit', '')} "
+                  f"ratio {m.get('ratio_to_baseline')} frac {m.get('fraction_of_ceiling')} -> {e['level']}, "
+                  f"{e['decision']} ({time.time() - t0:.1f} s) {e['reason'][:200]}", flush=True)
+            entries.append(e)
+    return entries
+
+
+def write_outputs(out: Path, tag: str, env, profile, entries) -> None:
+    (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "profile": profile.name,
+                                                      "profile_status": profile.status,
+                                                      "ceilings": profile.ceilings, "entries": entries}, indent=1))
+    md = markdown(entries, env, profile.ceilings, tag)
+    (out / f"h200-{tag}.md").write_text(md)
+    print(md)
 
 
 if __name__ == "__main__":

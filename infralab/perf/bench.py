@@ -97,7 +97,8 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
     from infralab.perf.run import run_challenge
     from infralab.targets import InProcessTarget, parse_target
 
-    tgt = InProcessTarget(parse_target(target, course.root), {e.id: e.banned for e in course.exercises})
+    tgt = InProcessTarget(parse_target(target, course.root), {e.id: e.banned for e in course.exercises},
+                          frozenset(e.id for e in course.exercises if e.triton))
     try:
         module = tgt.load(ex.id)
     except Exception as exc:  # a target that does not import: rejected, nothing timed
