@@ -1,0 +1,52 @@
+"""Visible tests for part05_quantization.gptq: run `pytest exercises/part05_quantization -m gptq`."""
+import pytest
+import torch
+
+from infralab.testing import assert_close, assert_equal, randn
+
+MODULE = "part05_quantization.gptq"
+
+
+def test_hessian_is_two_over_n_xtx(impl, gen):
+    x = randn(10, 6, generator=gen)
+    assert_close(impl(MODULE).gptq_hessian(x), 2 / 10 * x.T @ x, name="Hessian")
+
+
+def test_rtn_symmetric_4bit_hand_example(impl):
+    # amax 7.5 -> scale 2 * 7.5 / 15 = 1, zero point 8; 2.5 is a tie (half to even -> 2)
+    w = torch.tensor([[7.5, -7.5, 2.5, 0.0]])
+    codes, scales, zeros, g_idx = impl(MODULE).quantize_rtn(w, bits=4, group_size=-1)
+    assert_close(scales, torch.tensor([[1.0]]), name="scale")
+    assert_equal(zeros, torch.tensor([[8]], dtype=torch.int32), name="zero point")
+    assert_equal(codes, torch.tensor([[15, 0, 10, 8]], dtype=torch.uint8), name="codes")  # 7.5 -> 8 -> clamp 15
+    assert_equal(g_idx, torch.zeros(4, dtype=torch.int64), name="g_idx")
+
+
+def test_identity_hessian_makes_gptq_equal_to_rtn(impl, gen):
+    """Uncorrelated inputs of equal power: H is a multiple of I and no error is fed back."""
+    m = impl(MODULE)
+    w = randn(8, 32, generator=gen, scale=0.1)
+    x = torch.eye(32)
+    got = m.gptq_quantize(w, x, bits=4, group_size=8, block_size=8)
+    rtn = m.quantize_rtn(w, bits=4, group_size=8)
+    for a, b, name in zip(got, rtn, ("codes", "scales", "zeros", "g_idx")):
+        if a.is_floating_point():
+            assert_close(a, b, name=name)
+        else:
+            assert_equal(a, b, name=name)
+
+
+def test_gptq_output_error_is_below_rtn(impl, gen):
+    m = impl(MODULE)
+    mix = randn(32, 32, generator=gen) / 32 ** 0.5 + torch.eye(32)
+    x = randn(128, 32, generator=gen) @ mix
+    w = randn(16, 32, generator=gen, scale=0.05)
+    deq = lambda q: m.dequantize_gptq(*q)  # noqa: E731
+    e_gptq = torch.linalg.norm(x @ (w - deq(m.gptq_quantize(w, x, bits=4, block_size=8))).T)
+    e_rtn = torch.linalg.norm(x @ (w - deq(m.quantize_rtn(w, bits=4))).T)
+    assert e_gptq < e_rtn, f"GPTQ's output error {e_gptq:.4g} should be below RTN's {e_rtn:.4g}"
+
+
+def test_group_size_must_divide_the_input_dimension(impl, gen):
+    with pytest.raises(ValueError):
+        impl(MODULE).gptq_quantize(randn(4, 30, generator=gen), randn(8, 30, generator=gen), group_size=8)
