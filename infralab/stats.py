@@ -77,3 +77,18 @@ def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str =
             f"distance {tv:.4f} > {eps:.4f} (a correct sampler exceeds it with probability < {false_alarm:g}); "
             f"worst outcome {worst}: frequency {float(freq[worst]):.4f}, probability {float(p[worst]):.4f}",
             fits())
+
+
+def threshold_clear_of(boundaries: torch.Tensor, lo: float, hi: float, generator: torch.Generator,
+                       margin: float = 1e-5) -> float:
+    """A random threshold in ``[lo, hi]`` at least ``margin`` away from every value of ``boundaries``.
+
+    For filters with a cut-off (top-p's cumulative mass, min-p's probability ratio): a threshold
+    that falls within rounding distance of a boundary would let fp32 rounding decide the test.
+    """
+    values = boundaries.detach().flatten().double().cpu()
+    for _ in range(1000):
+        t = lo + (hi - lo) * float(torch.rand((), generator=generator, dtype=torch.float64))
+        if bool(((values - t).abs() > margin).all()):
+            return t
+    raise ValueError(f"no threshold in [{lo}, {hi}] is {margin} clear of the {values.numel()} boundaries")

@@ -1,0 +1,73 @@
+"""Visible tests for part01_transformer.llama: run `pytest exercises/part01_transformer -m llama`.
+
+The model is a tiny random LLaMA (infralab.tiny_llama: hidden 64, 2 layers, vocabulary 128,
+4 query heads sharing 2 KV heads). These tests check the shapes and the cache's consistency;
+the hidden tests also compare with Hugging Face transformers.
+"""
+import torch
+
+from infralab.testing import assert_close, assert_equal
+from infralab.tiny_llama import random_llama_weights, tiny_llama_config
+
+MODULE = "part01_transformer.llama"
+
+
+def tiny_model(gen, **overrides):
+    config = tiny_llama_config(**overrides)
+    return random_llama_weights(config, gen), config
+
+
+def test_forward_returns_fp32_logits_and_a_cache_of_the_prompt(impl, gen):
+    weights, config = tiny_model(gen)
+    ids = torch.randint(0, 128, (2, 7), generator=gen)
+    logits, cache = impl(MODULE).llama_forward(weights, config, ids)
+    assert_equal(tuple(logits.shape), (2, 7, 128), name="logits shape (B, S, V)")
+    assert logits.dtype == torch.float32, f"logits dtype: expected torch.float32, got {logits.dtype}"
+    assert not torch.isnan(logits).any(), "logits contain NaN"
+    assert_equal(sorted(cache), ["k", "v"], name="cache keys")
+    for name in ("k", "v"):
+        assert_equal(tuple(cache[name].shape), (2, 2, 2, 7, 16), name=f'cache["{name}"] shape (L, B, Hkv, T, Dh)')
+
+
+def test_cache_grows_by_one_position_per_decode_step(impl, gen):
+    weights, config = tiny_model(gen)
+    llama = impl(MODULE)
+    ids = torch.randint(0, 128, (1, 5), generator=gen)
+    _, cache = llama.llama_forward(weights, config, ids)
+    for t in range(5, 8):
+        logits, cache = llama.llama_forward(weights, config, ids[:, -1:], cache, t)
+        assert_equal(tuple(logits.shape), (1, 1, 128), name="decode logits shape")
+        assert_equal(tuple(cache["k"].shape), (2, 1, 2, t + 1, 16), name=f"cache after position {t}")
+
+
+def test_decode_step_equals_the_full_forward_last_position(impl, gen):
+    weights, config = tiny_model(gen)
+    llama = impl(MODULE)
+    ids = torch.randint(0, 128, (2, 9), generator=gen)
+    full, _ = llama.llama_forward(weights, config, ids)
+    _, cache = llama.llama_forward(weights, config, ids[:, :-1])
+    step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 8)
+    assert_close(step[:, 0], full[:, -1], name="decode-step logits vs full forward")
+
+
+def test_earlier_logits_do_not_see_later_tokens(impl, gen):
+    weights, config = tiny_model(gen)
+    llama = impl(MODULE)
+    ids = torch.randint(0, 128, (1, 6), generator=gen)
+    changed = ids.clone()
+    changed[0, -1] = (ids[0, -1] + 1) % 128
+    a, _ = llama.llama_forward(weights, config, ids)
+    b, _ = llama.llama_forward(weights, config, changed)
+    assert_close(b[:, :-1], a[:, :-1], name="logits of positions before the changed token")
+
+
+def test_generate_greedy_appends_the_argmax_tokens(impl, gen):
+    weights, config = tiny_model(gen)
+    llama = impl(MODULE)
+    ids = torch.randint(0, 128, (2, 4), generator=gen)
+    out = llama.generate_greedy(weights, config, ids, 3)
+    assert_equal(tuple(out.shape), (2, 7), name="generated shape (B, S + N)")
+    assert_equal(out[:, :4], ids, name="the prompt at the start of the output")
+    for t in range(4, 7):  # each new token is the argmax of a full forward over what came before
+        logits, _ = llama.llama_forward(weights, config, out[:, :t])
+        assert_equal(out[:, t], logits[:, -1].argmax(-1), name=f"token {t}")

@@ -1,0 +1,228 @@
+"""Hidden tests for part01_transformer.llama.
+
+The reference is Hugging Face transformers' LlamaForCausalLM (5.17, eager attention, fp32)
+holding the same random weights (infralab.tiny_llama). Known mistakes are reproduced by a small
+float64 LLaMA written here with one switch per mistake; it only explains failures.
+"""
+import pytest
+import torch
+
+from infralab.testing import assert_close, assert_equal
+from infralab.tiny_llama import head_dim, hf_llama, random_llama_weights, tiny_llama_config
+
+pytest.importorskip("transformers")
+
+MODULE = "part01_transformer.llama"
+VOCAB = 128
+
+
+# ---------------------------------------------------------------- known mistakes, in float64
+
+def knob_forward(w, c, ids, chunks=None, *, interleaved=False, offset=True, tiled_gqa=False,
+                 final_norm=True, eps_inside=True, top_left=False):
+    """Logits (B, S, V) of ``ids`` fed in ``chunks`` (sizes), with the chosen mistakes switched on."""
+    w = {k: t.double() for k, t in w.items()}
+    b, s_total = ids.shape
+    hq, hkv, dh, eps = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c), c["rms_norm_eps"]
+
+    def norm(x, g):
+        ms = x.pow(2).mean(-1, keepdim=True)
+        return g * (x / (ms + eps).sqrt() if eps_inside else x / (ms.sqrt() + eps))
+
+    def rope(x, pos):
+        freq = c["rope_theta"] ** (-torch.arange(0, dh, 2, dtype=torch.float64) / dh)
+        ang = pos[:, None].double() * freq  # (S, Dh/2)
+        cos, sin = ang.cos(), ang.sin()
+        if interleaved:
+            a, bb = x[..., 0::2], x[..., 1::2]
+            return torch.stack([a * cos - bb * sin, a * sin + bb * cos], -1).flatten(-2)
+        a, bb = x[..., : dh // 2], x[..., dh // 2:]
+        return torch.cat([a * cos - bb * sin, bb * cos + a * sin], -1)
+
+    caches = [None] * c["num_hidden_layers"]
+    out, start = [], 0
+    for size in chunks or [s_total]:
+        pos = torch.arange(start, start + size) if offset else torch.arange(size)
+        allowed = torch.ones(size, start + size, dtype=torch.bool).tril(0 if top_left else start)
+        x = w["model.embed_tokens.weight"][ids[:, start:start + size]]
+        for i in range(c["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            h = norm(x, w[p + "input_layernorm.weight"])
+            q = rope((h @ w[p + "self_attn.q_proj.weight"].T).view(b, size, hq, dh).transpose(1, 2), pos)
+            k = rope((h @ w[p + "self_attn.k_proj.weight"].T).view(b, size, hkv, dh).transpose(1, 2), pos)
+            v = (h @ w[p + "self_attn.v_proj.weight"].T).view(b, size, hkv, dh).transpose(1, 2)
+            if caches[i] is not None:
+                k, v = torch.cat([caches[i][0], k], 2), torch.cat([caches[i][1], v], 2)
+            caches[i] = (k, v)
+            group = torch.arange(hq) % hkv if tiled_gqa else torch.arange(hq) // (hq // hkv)
+            scores = (q @ k[:, group].transpose(-1, -2)) / dh ** 0.5
+            o = scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ v[:, group]
+            x = x + o.transpose(1, 2).reshape(b, size, hq * dh) @ w[p + "self_attn.o_proj.weight"].T
+            h = norm(x, w[p + "post_attention_layernorm.weight"])
+            gate, up = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+            x = x + (torch.nn.functional.silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T
+        x = norm(x, w["model.norm.weight"]) if final_norm else x
+        head = w["model.embed_tokens.weight"] if c.get("tie_word_embeddings") else w["lm_head.weight"]
+        out.append(x @ head.T)
+        start += size
+    return torch.cat(out, 1).float()
+
+
+def llama_mistakes(w, c, ids, chunks=None):
+    def variant(**knobs):
+        return lambda: knob_forward(w, c, ids, chunks, **knobs)
+    return {
+        "RoPE on interleaved pairs (2j, 2j+1) instead of HF's rotate-half pairs (j, j + Dh/2)": variant(interleaved=True),
+        "RoPE positions not offset by start_pos (the new tokens were rotated as positions 0, 1, ...)":
+            variant(offset=False),
+        "GQA heads expanded with repeat (head h uses KV head h % Hkv) instead of repeat_interleave (h // group)":
+            variant(tiled_gqa=True),
+        "the final RMSNorm (model.norm) before the LM head is missing": variant(final_norm=False),
+        "RMSNorm eps added outside the square root": variant(eps_inside=False),
+        "causal mask aligned top-left: a chunk after the cache cannot see its own earlier positions":
+            variant(top_left=True),
+    }
+
+
+def model(seed, **overrides):
+    config = tiny_llama_config(**overrides)
+    weights = random_llama_weights(config, torch.Generator().manual_seed(seed))
+    return weights, config, hf_llama(config, weights)
+
+
+def hf_logits(hf, ids):
+    with torch.no_grad():
+        return hf(ids).logits.float()
+
+
+CONFIGS = {
+    "gqa": {},
+    "mqa_wide_heads": {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
+    "gqa_4_to_2_of_8": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 8, "rope_theta": 1000.0},
+    "mha": {"num_key_value_heads": 4},
+}
+
+
+# ---------------------------------------------------------------- one forward
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_logits_equal_hf_llama_for_causal_lm(impl, seed, gen, name):
+    weights, config, hf = model(seed, **CONFIGS[name])
+    ids = torch.randint(0, VOCAB, (2, 11), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, hf_logits(hf, ids), name=f"logits ({name} config) vs HF LlamaForCausalLM",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
+@pytest.mark.weight(2)
+def test_rms_norm_eps_is_inside_the_square_root(impl, seed, gen):
+    """A large eps makes sqrt(ms + eps) and sqrt(ms) + eps differ clearly."""
+    weights, config, hf = model(seed, rms_norm_eps=0.5)
+    ids = torch.randint(0, VOCAB, (2, 6), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, hf_logits(hf, ids), name="logits with rms_norm_eps=0.5 vs HF",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
+@pytest.mark.weight(2)
+def test_tied_embeddings_use_embed_tokens_as_the_lm_head(impl, seed, gen):
+    weights, config, hf = model(seed, tie_word_embeddings=True)
+    assert "lm_head.weight" not in weights
+    ids = torch.randint(0, VOCAB, (1, 8), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, hf_logits(hf, ids), name="logits with tied embeddings vs HF",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
+def test_head_dim_missing_from_config_means_hidden_over_heads(impl, seed, gen):
+    weights, config, hf = model(seed)
+    del config["head_dim"]
+    ids = torch.randint(0, VOCAB, (1, 5), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, hf_logits(hf, ids), name="logits of a config without head_dim vs HF")
+
+
+# ---------------------------------------------------------------- the cache
+
+@pytest.mark.weight(2)
+def test_cache_holds_rotated_keys_and_values_like_hf(impl, seed, gen):
+    weights, config, hf = model(seed)
+    ids = torch.randint(0, VOCAB, (2, 7), generator=gen)
+    _, cache = impl(MODULE).llama_forward(weights, config, ids)
+    with torch.no_grad():
+        past = hf(ids, use_cache=True).past_key_values
+    for name, attr in (("k", "keys"), ("v", "values")):
+        expected = torch.stack([getattr(layer, attr) for layer in past.layers])  # (L, B, Hkv, T, Dh)
+        assert_close(cache[name], expected, name=f'cache["{name}"] vs HF past_key_values.{attr}')
+
+
+@pytest.mark.weight(3)
+def test_decode_steps_with_the_cache_equal_the_full_forward(impl, seed, gen):
+    weights, config, hf = model(seed)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (2, 10), generator=gen)
+    logits, cache = llama.llama_forward(weights, config, ids[:, :7])
+    steps = [logits]
+    for t in range(7, 10):
+        logits, cache = llama.llama_forward(weights, config, ids[:, t:t + 1], cache, t)
+        steps.append(logits)
+    assert_close(torch.cat(steps, 1), hf_logits(hf, ids), name="prefill + 3 decode steps vs one full HF forward",
+                 mistakes=llama_mistakes(weights, config, ids, [7, 1, 1, 1]))
+
+
+@pytest.mark.weight(3)
+def test_chunked_prefill_equals_one_prefill(impl, seed, gen):
+    weights, config, hf = model(seed)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (2, 12), generator=gen)
+    chunks, cache, start, outs = [5, 4, 3], None, 0, []
+    for size in chunks:
+        logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
+        outs.append(logits)
+        start += size
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name="prefill in chunks 5+4+3 vs one HF forward",
+                 mistakes=llama_mistakes(weights, config, ids, chunks))
+    assert_equal(tuple(cache["k"].shape), (2, 2, 2, 12, 16), name='cache["k"] shape after the chunks')
+
+
+def test_cache_passed_in_is_not_modified(impl, seed, gen):
+    weights, config, _ = model(seed)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (1, 6), generator=gen)
+    _, cache = llama.llama_forward(weights, config, ids[:, :5])
+    before = {k: t.clone() for k, t in cache.items()}
+    _, grown = llama.llama_forward(weights, config, ids[:, 5:], cache, 5)
+    for k in ("k", "v"):
+        assert_equal(cache[k], before[k], name=f'the caller\'s cache["{k}"] after a decode step')
+        assert_equal(grown[k][:, :, :, :5], before[k], name=f'the first 5 positions of the new cache["{k}"]')
+
+
+def test_start_pos_must_match_the_cache_length(impl, seed, gen):
+    weights, config, _ = model(seed)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (1, 4), generator=gen)
+    _, cache = llama.llama_forward(weights, config, ids)
+    for bad in (0, 3, 5):
+        with pytest.raises(ValueError):
+            llama.llama_forward(weights, config, ids[:, :1], cache, bad)
+    with pytest.raises(ValueError):
+        llama.llama_forward(weights, config, ids, None, 2)
+
+
+# ---------------------------------------------------------------- generation
+
+@pytest.mark.weight(3)
+def test_greedy_generation_equals_hf_generate(impl, seed, gen):
+    weights, config, hf = model(seed, **CONFIGS["mqa_wide_heads"])
+    ids = torch.randint(0, VOCAB, (3, 5), generator=gen)
+    got = impl(MODULE).generate_greedy(weights, config, ids, 8)
+    with torch.no_grad():  # an explicit mask: HF would otherwise take token pad_token_id for padding
+        expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False)
+    assert_equal(got, expected, name="greedy tokens vs HF generate(do_sample=False)")
+
+
+def test_generate_zero_new_tokens_returns_the_prompt(impl, seed, gen):
+    weights, config, _ = model(seed)
+    ids = torch.randint(0, VOCAB, (2, 3), generator=gen)
+    assert_equal(impl(MODULE).generate_greedy(weights, config, ids, 0), ids, name="output for max_new_tokens=0")

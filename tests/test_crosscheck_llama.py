@@ -1,0 +1,109 @@
+"""The part01 llama and sampling reference solutions agree with transformers (pinned: 5.17.x).
+
+llama vs ``LlamaForCausalLM`` (eager attention, fp32) holding the same random weights: logits,
+the KV cache, chunked prefill, greedy generation, tied embeddings, GQA/MQA/MHA. Sampling filters
+vs transformers' logits processors (``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
+``TopPLogitsWarper``, ``MinPLogitsWarper``, ``RepetitionPenaltyLogitsProcessor``) on random
+logits, thresholds drawn clear of the boundaries (HF breaks top-p ties by sort order; we keep tied
+tokens together, so tied inputs are not compared).
+"""
+import pytest
+import torch
+
+from infralab.stats import threshold_clear_of
+from infralab.testing import assert_close, assert_equal
+from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_config
+from solutions.part01_transformer import llama, sampling
+
+transformers = pytest.importorskip("transformers")
+if not transformers.__version__.startswith("5.17."):
+    pytest.skip(f"checked against transformers 5.17.x, found {transformers.__version__}", allow_module_level=True)
+from transformers.generation.logits_process import (  # noqa: E402
+    MinPLogitsWarper,
+    RepetitionPenaltyLogitsProcessor,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+CONFIGS = [
+    {},
+    {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
+    {"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8},
+    {"num_key_value_heads": 4, "rms_norm_eps": 0.3},
+    {"tie_word_embeddings": True, "num_hidden_layers": 3},
+]
+
+
+@pytest.fixture(params=range(len(CONFIGS)), ids=lambda i: "-".join(f"{k}={v}" for k, v in CONFIGS[i].items()) or "default")
+def tiny(request):
+    config = tiny_llama_config(**CONFIGS[request.param])
+    weights = random_llama_weights(config, torch.Generator().manual_seed(1000 + request.param))
+    return weights, config, hf_llama(config, weights)
+
+
+def test_llama_logits_and_cache_equal_hf(tiny):
+    weights, config, hf = tiny
+    ids = torch.randint(0, config["vocab_size"], (2, 13), generator=torch.Generator().manual_seed(1))
+    logits, cache = llama.llama_forward(weights, config, ids)
+    with torch.no_grad():
+        out = hf(ids, use_cache=True)
+    assert_close(logits, out.logits, name="logits vs LlamaForCausalLM")
+    assert_close(cache["k"], torch.stack([layer.keys for layer in out.past_key_values.layers]), name="cached keys")
+    assert_close(cache["v"], torch.stack([layer.values for layer in out.past_key_values.layers]), name="cached values")
+
+
+def test_llama_chunked_prefill_and_decode_equal_hf(tiny):
+    weights, config, hf = tiny
+    ids = torch.randint(0, config["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(2))
+    outs, cache, start = [], None, 0
+    for size in (4, 5, 1, 1, 1):
+        logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
+        outs.append(logits)
+        start += size
+    with torch.no_grad():
+        expected = hf(ids).logits
+    assert_close(torch.cat(outs, 1), expected, name="chunks 4+5 then three decode steps vs one HF forward")
+
+
+def test_llama_greedy_generation_equals_hf_generate(tiny):
+    weights, config, hf = tiny
+    ids = torch.randint(0, config["vocab_size"], (3, 6), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False)
+    assert_equal(llama.generate_greedy(weights, config, ids, 10), expected, name="greedy tokens vs HF generate")
+
+
+def random_logits(seed, b=6, v=64, scale=2.5):
+    return torch.randn(b, v, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def top_p_boundaries(z):
+    """Every cumulative mass a top-p threshold must stay clear of (HF's ascending-sort cut-offs)."""
+    q = torch.softmax(z.double(), -1).sort(-1, descending=True).values
+    return torch.cat([q.cumsum(-1), 1 - q.flip(-1).cumsum(-1)], -1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sampling_filters_equal_hf_logits_processors(seed):
+    z = random_logits(seed)
+    g = torch.Generator().manual_seed(100 + seed)
+    ids = torch.randint(0, 64, (6, 20), generator=g)
+    for t in (0.4, 1.7):
+        assert_close(sampling.apply_temperature(z, t), TemperatureLogitsWarper(t)(ids, z), name=f"temperature {t}")
+    for k in (1, 5, 64):
+        assert_equal(sampling.top_k_filter(z, k), TopKLogitsWarper(k)(ids, z), name=f"top-{k}")
+    p = threshold_clear_of(top_p_boundaries(z), 0.05, 0.98, g)
+    assert_equal(sampling.top_p_filter(z, p), TopPLogitsWarper(p)(ids, z), name=f"top-p {p:.4f}")
+    probs = torch.softmax(z.double(), -1)
+    m = threshold_clear_of(probs / probs.amax(-1, keepdim=True), 0.01, 0.5, g)
+    assert_equal(sampling.min_p_filter(z, m), MinPLogitsWarper(m)(ids, z), name=f"min-p {m:.4f}")
+    for penalty in (0.8, 1.3, 2.0):
+        assert_close(sampling.apply_repetition_penalty(z, ids, penalty),
+                     RepetitionPenaltyLogitsProcessor(penalty)(ids, z.clone()), name=f"repetition penalty {penalty}")
+
+
+def test_top_k_ties_are_kept_as_in_hf():
+    z = torch.randint(-3, 4, (8, 30), generator=torch.Generator().manual_seed(7)).float()
+    for k in (2, 5, 11):
+        assert_equal(sampling.top_k_filter(z, k), TopKLogitsWarper(k)(None, z), name=f"top-{k} with ties")
