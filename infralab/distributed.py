@@ -33,6 +33,7 @@ import datetime
 import json
 import os
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -538,6 +539,7 @@ def _load_file(path: str) -> Any:
 
     spec = importlib.util.spec_from_file_location(f"_infralab_probe_{os.getpid()}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 

@@ -1,0 +1,119 @@
+"""The SPMD harness (infralab.distributed): results, traffic logs, errors, deadlocks, never hanging."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from infralab.distributed import (
+    CollectiveNotAllowed, RankResult, _run_simulated, assert_ring_traffic, decode, encode, run_trusted_calls,
+)
+from infralab.testing import Mismatch
+
+THIS = sys.modules[__name__]
+
+
+def pass_right(x, rank, n):
+    out = torch.empty_like(x)
+    req = dist.isend(x, (rank + 1) % n)
+    dist.recv(out, (rank - 1) % n)
+    req.wait()
+    return out
+
+
+def everyone_sends_first(x, rank, n):
+    dist.send(x, (rank + 1) % n)
+    dist.recv(x, (rank - 1) % n)
+    return x
+
+
+def rank_one_fails(x, rank, n):
+    if rank == 1:
+        raise ValueError("rank one refuses")
+    dist.recv(x, 1)  # would wait forever for rank 1
+    return x
+
+
+def library_all_reduce(x, rank, n):
+    dist.all_reduce(x)
+    return x
+
+
+def sim(function, xs, allow_collectives=False, timeout_s=10.0):
+    n = len(xs)
+    return _run_simulated(THIS, [(function, [(x, r, n) for r, x in enumerate(xs)])], n, allow_collectives,
+                          timeout_s)[0]
+
+
+def test_simulated_ring_passes_tensors_and_logs_traffic():
+    xs = [torch.full((3,), float(r)) for r in range(3)]
+    results = sim("pass_right", xs)
+    for rank, res in enumerate(results):
+        assert torch.equal(res.value, xs[(rank - 1) % 3])
+        assert res.sends == [((rank + 1) % 3, 3)] and res.recvs == [((rank - 1) % 3, 3)]
+    assert dist.send is not None and "infralab" not in getattr(dist.send, "__module__", "")  # restored
+
+
+def test_simulated_deadlock_is_reported_at_once():
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="deadlock"):
+        sim("everyone_sends_first", [torch.ones(2) for _ in range(3)])
+    assert time.monotonic() - t0 < 5
+
+
+def test_simulated_rank_error_keeps_its_type_and_stops_the_others():
+    with pytest.raises(ValueError, match="rank 1: rank one refuses"):
+        sim("rank_one_fails", [torch.ones(2) for _ in range(3)])
+
+
+def test_library_collectives_are_refused_unless_allowed():
+    with pytest.raises(RuntimeError, match="not allowed"):
+        sim("library_all_reduce", [torch.ones(2), torch.ones(2)])
+    results = sim("library_all_reduce", [torch.ones(2), 2 * torch.ones(2)], allow_collectives=True)
+    assert all(torch.equal(r.value, 3 * torch.ones(2)) and r.collectives == ["all_reduce"] for r in results)
+    assert issubclass(CollectiveNotAllowed, RuntimeError)
+
+
+def test_ring_traffic_check_names_an_all_to_one_reduction():
+    star = [RankResult(None, sends=[(1, 8), (2, 8)], recvs=[(1, 8), (2, 8)]),
+            RankResult(None, sends=[(0, 8)], recvs=[(0, 8)]), RankResult(None, sends=[(0, 8)], recvs=[(0, 8)])]
+    with pytest.raises(Mismatch, match="all-to-one"):
+        assert_ring_traffic(star, 8, 3, phases=2)
+
+
+def test_data_round_trips_without_pickle():
+    value = {"a": (torch.arange(3), [1.5, None, "x"]), "b": torch.float16, "c": torch.zeros(0, 2)}
+    back = decode(encode(value))
+    assert torch.equal(back["a"][0], value["a"][0]) and back["a"][1] == [1.5, None, "x"]
+    assert back["b"] is torch.float16 and back["c"].shape == (0, 2)
+    with pytest.raises(TypeError):
+        encode(object())
+
+
+@pytest.mark.timeout(120)
+def test_gloo_runs_ranks_and_logs_traffic():
+    (results,) = run_trusted_calls(Path(__file__), [("pass_right", [(torch.full((2,), float(r)), r, 2) for r in range(2)])],
+                                   2, allow_collectives=False)
+    assert torch.equal(results[0].value, torch.ones(2)) and results[0].sends == [(1, 2)]
+
+
+@pytest.mark.timeout(120)
+def test_gloo_deadlock_ends_within_the_timeout():
+    t0 = time.monotonic()
+    with pytest.raises((RuntimeError, TimeoutError)):
+        run_trusted_calls(Path(__file__), [("everyone_sends_first", [(torch.ones(2), r, 2) for r in range(2)])], 2,
+                          timeout_s=5)
+    assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.timeout(120)
+def test_gloo_rank_error_is_reported_and_the_waiting_ranks_are_killed():
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="rank one refuses"):
+        run_trusted_calls(Path(__file__), [("rank_one_fails", [(torch.ones(2), r, 3) for r in range(3)])], 3,
+                          timeout_s=60)
+    assert time.monotonic() - t0 < 45, "the ranks waiting on the failed one were not stopped early"
