@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-BLOCK_N = 16 if INTERPRETED else 64  # keys per inner step
+BLOCK_N = 32 if INTERPRETED else 64  # keys per inner step
 
 
 @triton.jit

@@ -15,9 +15,9 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _configs() -> list[triton.Config]:
-    """Hopper-friendly tiles on a GPU; one 16 x 16 tile under the CPU interpreter."""
+    """Hopper-friendly tiles on a GPU; one 32 x 32 tile under the CPU interpreter."""
     if INTERPRETED:
-        return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16}, num_warps=1)]
+        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=1)]
     tiles = [(128, 128, 3, 8), (128, 64, 3, 8), (128, 64, 4, 4), (128, 128, 2, 8), (64, 64, 3, 4)]
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w) for bm, bn, s, w in tiles]
 

@@ -1,0 +1,116 @@
+"""Hidden tests for part03_kernels.flash_attention (forward with log-sum-exp, causal bottom-right)."""
+import math
+
+import pytest
+import torch
+
+from infralab.testing import assert_all_written, assert_close, randn
+
+MODULE = "part03_kernels.flash_attention"
+
+
+def scores(q, k, causal, scale, top_left=False, strict=False):
+    """fp64 scores with hidden entries at -inf; bottom-right causal alignment unless top_left."""
+    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if causal:
+        sq, sk = s.shape[-2:]
+        shift = 0 if top_left else sk - sq
+        i = torch.arange(sq, device=s.device)[:, None]
+        j = torch.arange(sk, device=s.device)[None, :]
+        visible = (j < i + shift) if strict else (j <= i + shift)
+        s = s.masked_fill(~visible, -math.inf)
+    return s
+
+
+def attention(q, k, v, causal, scale, **variant):
+    s = scores(q, k, causal, scale, **variant)
+    return (torch.softmax(s, -1) @ v.double()).to(q.dtype), torch.logsumexp(s, -1).float()
+
+
+def o_mistakes(q, k, v, causal, scale):
+    return {
+        "the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right (j <= i + S_k - S_q)":
+            lambda: attention(q, k, v, causal, scale, top_left=True)[0],
+        "the causal mask excludes the diagonal (j < i instead of j <= i)":
+            lambda: attention(q, k, v, causal, scale, strict=True)[0],
+        "no causal mask was applied": lambda: attention(q, k, v, False, scale)[0],
+    }
+
+
+def lse_mistakes(q, k, v, causal, scale):
+    lse = attention(q, k, v, causal, scale)[1]
+    return {
+        "lse is in log2 (m + log2(l) from the exp2 domain); convert it back to the natural log": lse * math.log2(math.e),
+        "lse is the row max only; add log(l)": scores(q, k, causal, scale).amax(-1).float(),
+        "the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right":
+            lambda: attention(q, k, v, causal, scale, top_left=True)[1],
+    }
+
+
+def check(impl, q, k, v, causal, scale=None):
+    sm_scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    o, lse = impl(MODULE).flash_attention(q, k, v, causal=causal, sm_scale=scale)
+    want_o, want_lse = attention(q, k, v, causal, sm_scale)
+    assert_all_written(o, name="o", diagnosis="a query block was never written, or a row saw no key (0 / 0)")
+    assert_close(o, want_o, name="o", reduction=k.shape[2], mistakes=o_mistakes(q, k, v, causal, sm_scale))
+    assert_close(lse, want_lse, name="lse", rtol=1e-4, atol=1e-4,  # fp32 lse of fp16 inputs: ulp-level noise
+                 mistakes=lse_mistakes(q, k, v, causal, sm_scale))
+
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("s_q, s_k", [(50, 50), (20, 45)])
+def test_flash_attention_matches_reference(impl, gen, causal, s_q, s_k):
+    """Ragged lengths (not multiples of the blocks); S_q < S_k is a chunk of new queries after a prefix."""
+    q = randn(1, 2, s_q, 32, generator=gen, scale=2.0)  # spread scores: the running max moves between blocks
+    k, v = randn(1, 2, s_k, 32, generator=gen), randn(1, 2, s_k, 32, generator=gen)
+    check(impl, q, k, v, causal)
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_fp16(impl, gen, causal):
+    q, k, v = (randn(2, 1, 40, 16, dtype=torch.float16, generator=gen) for _ in range(3))
+    check(impl, q, k, v, causal, scale=0.3)
+
+
+@pytest.mark.weight(2)
+def test_flash_attention_running_max_rises_late_in_the_row(impl, gen):
+    """Keys grow along the sequence, so each new key block raises the row max: acc and l must be
+    rescaled together, or the early blocks keep weights from a stale max."""
+    q = randn(1, 1, 33, 16, generator=gen).abs() + 0.5
+    k = randn(1, 1, 70, 16, generator=gen).abs() * torch.linspace(0.1, 3.0, 70)[:, None]
+    v = randn(1, 1, 70, 16, generator=gen)
+    check(impl, q, k, v, False, scale=1.0)
+
+
+@pytest.mark.weight(2)
+def test_flash_attention_probabilities_rebuilt_from_lse_reproduce_o(impl, gen):
+    """The backward pass rebuilds P = exp(s - lse) from the saved lse: its rows must sum to 1 and
+    P @ V must give the returned O. Structural: checks the lse the kernel saved, not just O."""
+    q, k, v = (randn(1, 2, 37, 16, generator=gen) for _ in range(3))
+    o, lse = impl(MODULE).flash_attention(q, k, v, causal=True)
+    s = scores(q, k, True, 0.25)
+    p = torch.exp(s - lse.double()[..., None])
+    assert_close(p.sum(-1).float(), torch.ones(1, 2, 37), name="rows of exp(s - lse)", rtol=1e-4, atol=1e-4,
+                 mistakes={"lse is in log2 (or otherwise not the natural log-sum-exp of the scores)":
+                           torch.exp(s - (lse.double() / math.log2(math.e))[..., None]).sum(-1).float()})
+    assert_close(o, (p @ v.double()).float(), name="o against exp(s - lse) @ v", rtol=1e-4, atol=1e-4)
+
+
+def test_flash_attention_rejects_causal_with_fewer_keys_than_queries(impl, gen):
+    q, k = randn(1, 1, 20, 16, generator=gen), randn(1, 1, 10, 16, generator=gen)
+    with pytest.raises(ValueError):
+        impl(MODULE).flash_attention(q, k, k, causal=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_flash_attention_large_on_gpu(impl, gen, causal, dtype):
+    q, k, v = (randn(2, 4, 1000, 128, dtype=dtype, generator=gen, device="cuda") for _ in range(3))
+    o, lse = impl(MODULE).flash_attention(q, k, v, causal=causal)
+    s = scores(q.float(), k.float(), causal, 128 ** -0.5)
+    assert_all_written(o, name="o")
+    assert_close(o, (torch.softmax(s, -1) @ v.double()).to(dtype), name="o", reduction=1000)
+    assert_close(lse, torch.logsumexp(s, -1).float(), name="lse", rtol=1e-2, atol=1e-2)  # scores from bf16 inputs
