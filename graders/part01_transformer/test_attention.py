@@ -31,14 +31,15 @@ def reference_mask(sq, skv, causal=False, window=None, padding=None, top_left=Fa
     return mask
 
 
-def reference_attention(q, k, v, mask=None, scale=None, kv_head=None, softmax_dim=-1):
-    """float64 attention; ``kv_head(h, group, hkv)`` picks the KV head (h // group when None)."""
+def reference_attention(q, k, v, mask=None, scale=None, kv_head=None, softmax_dim=-1, compute=torch.float64):
+    """float64 attention; ``kv_head(h, group, hkv)`` picks the KV head (h // group when None);
+    ``compute=q.dtype`` models the half-precision mistake."""
     hq, hkv = q.shape[1], k.shape[1]
     group = hq // hkv
     pick = torch.tensor([(kv_head or (lambda h, g, n: h // g))(h, group, hkv) for h in range(hq)])
-    k, v = k.double().index_select(1, pick), v.double().index_select(1, pick)
+    k, v = k.to(compute).index_select(1, pick), v.to(compute).index_select(1, pick)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.einsum("bhid,bhjd->bhij", q.double(), k) * scale
+    scores = torch.einsum("bhid,bhjd->bhij", q.to(compute), k) * scale
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
     probs = torch.softmax(scores, dim=softmax_dim).nan_to_num(nan=0.0)  # rows with no key: zeros
@@ -60,6 +61,9 @@ def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=N
     if padding is not None:
         out["padding mask inverted (True treated as padding)"] = \
             lambda: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, ~padding), scale)
+    if q.dtype in (torch.float16, torch.bfloat16):
+        out["scores and softmax computed in the input's half precision instead of float32"] = \
+            lambda: reference_attention(q, k, v, mask, scale, compute=q.dtype)
     if window is not None:
         for keys, what in ((window + 1, "W + 1 keys"), (window - 1, "W - 1 keys")):
             out[f"sliding window off by one ({what} instead of W including the current one)"] = \
@@ -209,7 +213,11 @@ def test_masked_attention_takes_any_broadcastable_mask(impl, gen):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_inputs_with_large_scores_stay_finite(impl, gen, dtype):
     """Scores of ~1e5 overflow fp16 (max 65504): they must be computed and softmaxed in fp32."""
-    q, k, v = qkv(gen, 1, 2, 2, 4, 6, 64, dtype=dtype, scale=60.0)
+    q, k, v = qkv(gen, 1, 2, 2, 4, 6, 64, dtype=dtype, scale=100.0)
+    got = impl(MODULE).attention(q, k, v, causal=True, scale=1.0)
+    if isinstance(got, torch.Tensor) and bool(got.isnan().any()):
+        raise Mismatch(f"{dtype} output: {int(got.isnan().sum())} NaN elements",
+                       "scores computed in the input's half precision overflowed (fp16 max 65504): use float32")
     check_attention(impl(MODULE), q, k, v, causal=True, scale=1.0)
 
 
