@@ -9,7 +9,7 @@ far more.
 """
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
@@ -125,6 +125,7 @@ def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percda
 # ---- Hessian -----------------------------------------------------------------------------------
 
 @pytest.mark.weight(2)
+@settings(max_examples=10)  # cheap but run on 9 targets in soundness mode
 @given(n=st.integers(1, 40), cols=st.integers(1, 24), three_d=st.booleans(), seed=st.integers(0, 2**31 - 1))
 def test_hessian_is_two_over_n_xtx(impl, n, cols, three_d, seed):
     g = torch.Generator().manual_seed(seed)
@@ -271,11 +272,9 @@ def test_weight_and_inputs_are_not_modified(impl, gen):
 
 # ---- RTN and dequantisation ------------------------------------------------------------------------
 
-@given(out=st.integers(1, 6), G=st.sampled_from([1, 2, 4]), bits=st.sampled_from([3, 4, 8]),
-       sym=st.booleans(), seed=st.integers(0, 2**31 - 1))
-def test_rtn_matches_reference(impl, out, G, bits, sym, seed):
-    g = torch.Generator().manual_seed(seed)
-    w = randn(out, 8 * G, generator=g)
+@pytest.mark.parametrize("out,G,bits,sym", [(3, 1, 4, True), (5, 4, 4, True), (2, 2, 8, False), (4, 4, 3, False)])
+def test_rtn_matches_reference(impl, gen, out, G, bits, sym):
+    w = randn(out, 8 * G, generator=gen)
     gs = -1 if G == 1 else 8
     codes, scales, zeros, g_idx = impl(MODULE).quantize_rtn(w, bits=bits, group_size=gs, sym=sym)
     e = reference_gptq(w, torch.eye(8 * G), bits, gs, sym=sym, feedback=False)
