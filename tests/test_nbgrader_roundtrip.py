@@ -21,9 +21,8 @@ pytest.importorskip("nbclient")
 
 from infralab.course import load_course  # noqa: E402
 from infralab.nbgrader.export import export_course  # noqa: E402
-from infralab.nbgrader.extract import fill_answer, is_answer_cell  # noqa: E402
+from infralab.nbgrader.extract import fill_answer, reference_answer  # noqa: E402
 from infralab.nbgrader.grade import grade_submissions  # noqa: E402
-from infralab.nbgrader.source import strip_solution_markers  # noqa: E402
 from infralab.nbgrader.testsource import read_test_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,10 +38,6 @@ def _nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{(proc.stdout + proc.stderr)[-3000:]}"
     return proc
-
-
-def _reference_answer(source_nb) -> str:
-    return strip_solution_markers(next(c for c in source_nb.cells if is_answer_cell(c)).source)
 
 
 def standalone_mutant(reference_code: str, mutant_file: Path) -> str:
@@ -75,7 +70,7 @@ def course_dir(tmp_path_factory) -> Path:
     _nbgrader(out, "generate_assignment", PART, "--force")
     release = nbformat.read(out / "release" / PART / f"{NAME}.ipynb", as_version=4)
     source = nbformat.read(out / "source" / PART / f"{NAME}.ipynb", as_version=4)
-    reference = _reference_answer(source)
+    reference = reference_answer(source)
     for student, nb in (("reference", fill_answer(release, reference)), ("untouched", release),
                         ("mistake", fill_answer(release, standalone_mutant(reference, MUTANT)))):
         folder = out / "submitted" / student / PART
@@ -135,7 +130,7 @@ def test_part01_notebooks_run_top_to_bottom_with_the_solutions(ex, tmp_path):
     export_course(COURSE, tmp_path, exercises=[ex.id])
     path = tmp_path / "source" / ex.part / f"{ex.name}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb = fill_answer(nb, _reference_answer(nb))
+    nb = fill_answer(nb, reference_answer(nb))
     for cell in nb.cells:  # the instructor's view: hidden tests in, markers out
         cell.source = "\n".join(l for l in cell.source.splitlines() if "HIDDEN TESTS" not in l)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -45,6 +45,12 @@ def fill_answer(nb, code: str):
     return nb
 
 
+def reference_answer(source_nb) -> str:
+    """The instructor notebook's answer as plain code (its solution regions filled in)."""
+    from infralab.nbgrader.source import strip_solution_markers
+    return strip_solution_markers(next(c for c in source_nb.cells if is_answer_cell(c)).source)
+
+
 def write_module(notebook: Path, tree: Path, module_path: Path) -> Path:
     """Extract ``notebook``'s answer into ``tree / module_path`` (e.g. part01_transformer/rmsnorm.py)."""
     nb = nbformat.read(notebook, as_version=4)
