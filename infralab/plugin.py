@@ -190,6 +190,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             import torch
             if not torch.cuda.is_available():
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; this machine has none"))
+        elif ex.triton and os.environ.get("TRITON_INTERPRET") != "1":
+            # CPU-tensor tests of a Triton exercise need the interpreter; with a GPU the kernels compile.
+            item.add_marker(pytest.mark.skip(reason="a CPU test of a Triton kernel: runs under TRITON_INTERPRET=1 "
+                                                    "(set when there is no GPU); on a GPU the gpu tests run instead"))
 
 
 @pytest.fixture
