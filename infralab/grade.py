@@ -32,7 +32,7 @@ from infralab.course import Course, load_course
 from infralab.errors import InfralabError
 from infralab.judge.cage import CageLimits
 from infralab.judge.intake import Submission, discover, stage
-from infralab.record import build_record
+from infralab.record import build_record, write_record
 from infralab.runner import TestRun, run_tests
 
 VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
@@ -135,7 +135,8 @@ def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[d
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=max(1, jobs), include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=max(1, jobs), include_dashboard=False, log_to_driver=False,
+                     object_store_memory=256 << 20)  # records are small; leave the machine's memory alone
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(grade_one)
@@ -166,7 +167,12 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
             tasks.append((str(course.root), sub.student, str(sub.staged), asdict(options), sub.ignored))
 
         def done(record: dict) -> None:
-            write_outputs(record, course, out / record["student"])
+            try:
+                write_outputs(record, course, out / record["student"])
+            except Exception as e:  # noqa: BLE001 - one student's rendering never stops the batch
+                record["flags"].append({"kind": "grading-error", "source": "outputs",
+                                        "detail": f"writing the outputs failed: {type(e).__name__}: {e}"})
+                write_record(record, out / record["student"] / "record.json")
             if on_done:
                 on_done(record)
 

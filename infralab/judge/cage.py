@@ -100,7 +100,7 @@ class Drain(threading.Thread):
 
     def run(self) -> None:
         while True:
-            chunk = self.stream.read1(1 << 16) if hasattr(self.stream, "read1") else self.stream.read(1 << 16)
+            chunk = self.stream.read1(1 << 20) if hasattr(self.stream, "read1") else self.stream.read(1 << 20)
             if not chunk:
                 return
             self.total += len(chunk)

@@ -27,6 +27,8 @@ from infralab.judge.intake import why_ignored
 from infralab.targets import TargetSpec
 
 STARTUP_TIMEOUT_S = 60.0
+IMPORT_TIMEOUT_FACTOR = 3  # a module's import (its own imports, module-level work) gets 3 calls' time
+MAX_DEATHS = 3  # executor deaths after which every further call fails at once
 STRIKES = 2  # timeouts of one callable after which its further calls fail at once
 
 
@@ -115,10 +117,14 @@ class IsolatedTarget:
                          {k: list(v) for k, v in (banned or {}).items()})
         self.generation = 0
         self.greeted = False
+        self.deaths = 0
         self.spent = 0.0
         self.failures: dict[str, BaseException] = {}
         self.strikes: dict[str, int] = {}
         self.modules: dict[str, RemoteModule] = {}
+
+    def __repr__(self) -> str:  # shown in hypothesis' failing examples: no memory address (repeatable records)
+        return f"<isolated {self.spec.kind}>"
 
     # -- the tree -----------------------------------------------------------------------------
     def _code_tree(self, root: Path) -> tuple[dict[str, Path], str]:
@@ -180,24 +186,30 @@ class IsolatedTarget:
             raise RuntimeError("the isolated executor sent a malformed greeting")
         self.greeted = True
 
-    def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+    def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor],
+                 timeout_s: float | None = None) -> tuple[dict, dict]:
+        if self.deaths >= MAX_DEATHS:
+            raise RuntimeError(f"{what}: the executor died {self.deaths} times (exited or was killed during a "
+                               "call); further calls fail without running")
         if self.spent >= self.limits.budget_s:
             raise TimeoutError(f"{what}: the submission's time budget of {self.limits.budget_s:g} s is spent; "
                                "this call was not made")
         self._ensure_started()  # the executor's own start-up is not the student's time
         t0 = time.monotonic()
         try:
-            deadline = time.monotonic() + min(self.limits.call_timeout_s, self.limits.budget_s - self.spent)
+            timeout_s = timeout_s or self.limits.call_timeout_s
+            deadline = time.monotonic() + min(timeout_s, self.limits.budget_s - self.spent)
             try:
                 wire.send(self.cage.to_executor, header, tensors, deadline=deadline)
                 answer, out = wire.receive(self.cage.from_executor, deadline)
             except wire.Timeout:
                 self.cage.stop()
                 self._flag("timeout", f"{what} ran out of time")
-                raise TimeoutError(f"{what} did not return within {self.limits.call_timeout_s:g} s; "
+                raise TimeoutError(f"{what} did not return within {timeout_s:g} s; "
                                    "the executor was stopped") from None
             except wire.Closed:
                 self.cage.stop()
+                self.deaths += 1
                 self._flag("executor-died", f"during {what}")
                 raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
             except wire.WireError as e:
@@ -249,7 +261,8 @@ class IsolatedTarget:
             self.failures[module_name] = TargetError(f"{origin}: module file is missing")
             raise self.failures[module_name]
         try:
-            answer, out = self._request(f"importing {origin}", {"op": "import", "module": module_name}, {})
+            answer, out = self._request(f"importing {origin}", {"op": "import", "module": module_name}, {},
+                                        timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s)
             if "error" in answer:
                 raise _exception(answer["error"], str(self.cage.tree))
             handle = answer.get("ok")
@@ -291,6 +304,9 @@ class IsolatedTarget:
             fn = RemoteCallable(self, obj, name)
             obj._callables[name] = fn
             return fn
+        if not isinstance(obj, RemoteModule) and "error" not in answer:
+            raise TypeError(f"{obj._type_name}.{name} is not a method: objects returned by the implementation "
+                            "under test are used through their methods only (docs/authoring.md)")
         return self._answer(answer, out, live._generation)
 
     def _call(self, obj: RemoteObject, name: str | None, args: tuple, kwargs: dict) -> Any:

@@ -1,0 +1,157 @@
+"""Grading a class: every sample submission in fixtures/submissions, hostile ones included.
+
+One batch grades the whole sample class (a one-exercise copy of the course, so other
+exercises' changes do not move these results). Each hostile sample must score 0 for what it
+faked, be flagged where detectable, leave everything outside its tree unchanged, and not move
+any other student's result; the batch must go on. A second grading of a few of them, on a local
+Ray instance, must give identical records (durations aside): repeatable, and the same on Ray.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from infralab.course import load_course
+from infralab.grade import GradeOptions, grade, stable
+from infralab.judge.cage import namespaces_unavailable
+from infralab.judge.intake import discover
+from infralab.judge.minicourse import EXERCISE, kit_root, rmsnorm_course
+
+pytestmark = pytest.mark.skipif(namespaces_unavailable() is not None,
+                                reason=f"grading hostile code needs the cage: {namespaces_unavailable()}")
+
+SAMPLES = kit_root() / "fixtures" / "submissions"
+OPTIONS = dict(exercises=(EXERCISE,), seed=1234, call_timeout_s=5.0, budget_s=40.0)
+
+# sample -> (expected points of 5, flag kinds that must be present, words the first failure must hold)
+EXPECTED = {
+    "complete": (5.0, set(), ""),
+    "partial": (3.5, set(), "unbiased variance"),
+    "stub": (0.0, set(), "NotImplementedError"),
+    "no_import": (0.0, set(), "SyntaxError"),
+    "hangs": (1.5, {"timeout"}, "did not return within"),
+    "memory_eater": (0.0, set(), "MemoryError"),
+    "exit_at_import": (0.0, set(), "SystemExit"),
+    "os_exit_at_import": (0.0, {"executor-died"}, "does not import"),
+    "patch_torch": (0.0, {"tampering"}, ""),
+    "patch_pytest": (0.0, {"harness-import"}, "Skipped"),
+    "read_hidden": (0.0, {"read-hidden"}, ""),
+    "import_solutions": (0.0, set(), "No module named 'solutions'"),
+    "write_output": (0.0, {"write-outside"}, ""),
+    "fork_bomb": (0.0, {"timeout"}, "does not import"),
+    "big_output": (5.0, {"output"}, ""),
+    "socket": (0.0, {"network"}, ""),
+    "kill_parent": (0.0, {"signal"}, ""),
+    "forged_eq": (0.0, {"forged-object"}, "expected a torch.Tensor"),
+    "tensor_subclass": (0.0, {"tensor-subclass"}, ""),
+    "conftest_trick": (0.0, {"ignored-file"}, ""),
+    "symlink_to_solution": (0.0, {"ignored-file"}, "NotImplementedError"),
+}
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink()
+            else "link:" + str(p.readlink()) if p.is_symlink() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+def _grade_sample_class(base: Path):
+    course_root = rmsnorm_course(base / "course")
+    klass = base / "class"
+    shutil.copytree(SAMPLES, klass, symlinks=True)
+    for link in klass.rglob("*"):  # the symlink sample points at the course's reference
+        if link.is_symlink():
+            link.unlink()
+            link.symlink_to(course_root / "solutions/part01_transformer/rmsnorm.py")
+    watched = {"course": course_root, "class": klass, "kit solutions": kit_root() / "solutions",
+               "kit graders": kit_root() / "graders"}
+    before = {k: _tree_digest(v) for k, v in watched.items()}
+    course = load_course(course_root)
+    out = base / "out"
+    records = grade(course, discover([klass]), out, GradeOptions(**OPTIONS), jobs=2)
+    after = {k: _tree_digest(v) for k, v in watched.items()}
+    return {r["student"]: r for r in records}, out, before, after, course, klass
+
+
+def _check_sample(sample: str, record: dict) -> list[str]:
+    points, kinds, words = EXPECTED[sample]
+    problems = []
+    if record["points"] != pytest.approx(points):
+        problems.append(f"{sample}: {record['points']} points, expected {points} "
+                        f"({record['exercises'][0]['first_failure'][:300] if record['exercises'] else ''})")
+    flagged = {f["kind"] for f in record["flags"]}
+    if not kinds <= flagged:
+        problems.append(f"{sample}: expected flags {sorted(kinds)}, got {record['flags']}")
+    if sample in ("complete", "partial", "stub") and record["flags"]:
+        problems.append(f"{sample}: a clean submission was flagged: {record['flags']}")
+    messages = " ".join(t["message"] for ex in record["exercises"] for t in ex["tests"])
+    if words and words not in messages:
+        problems.append(f"{sample}: {words!r} not in the messages: {messages[:300]}")
+    if any(t["outcome"] == "skipped" for ex in record["exercises"] for t in ex["tests"]):
+        problems.append(f"{sample}: a student's code made a test skip")
+    if "grading-error" in flagged:
+        problems.append(f"{sample}: grading error {record['flags']}")
+    if not record["protections"].get("isolated") or not record["protections"]["network"].startswith("none"):
+        problems.append(f"{sample}: protections {record['protections']}")
+    return problems
+
+
+def _check_outputs(student: str, record: dict, folder: Path, secret_lines: list[str]) -> list[str]:
+    problems = []
+    gs = json.loads((folder / "results.json").read_text())
+    if gs["score"] != pytest.approx(record["points"]) or sum(t["score"] for t in gs["tests"]) != pytest.approx(record["points"]):
+        problems.append(f"{student}: Gradescope score {gs['score']} != {record['points']}")
+    if sum(t["max_score"] for t in gs["tests"]) != pytest.approx(5.0):
+        problems.append(f"{student}: Gradescope max_score adds up to {sum(t['max_score'] for t in gs['tests'])}")
+    if not {"name", "number", "score", "max_score", "status", "output", "visibility"} <= set(gs["tests"][0]):
+        problems.append(f"{student}: Gradescope test keys {sorted(gs['tests'][0])}")
+    if not gs["extra_data"]["environment"].get("torch"):
+        problems.append(f"{student}: no environment in Gradescope extra_data")
+    suites = ET.parse(folder / "junit.xml").getroot()
+    if int(suites.get("tests")) != sum(ex["total"] + ex["skipped"] for ex in record["exercises"]):
+        problems.append(f"{student}: JUnit test count {suites.get('tests')}")
+    page = (folder / "feedback.html").read_text()
+    if student not in page or f"{record['points']:g} / 5" not in page:
+        problems.append(f"{student}: feedback page lacks the name or the points")
+    leaked = [ln for ln in secret_lines if ln in page]
+    if leaked:
+        problems.append(f"{student}: hidden test source in the feedback page: {leaked[:2]}")
+    return problems
+
+
+def test_the_sample_class_is_graded_safely(tmp_path):
+    """One batch (so `make test -n 2` grades it once): every check, then one regrade on Ray."""
+    records, out, before, after, course, klass = _grade_sample_class(tmp_path)
+    assert set(records) == set(EXPECTED), "the batch must go on past every hostile sample"
+    problems = [p for sample in sorted(EXPECTED) for p in _check_sample(sample, records[sample])]
+
+    # nothing outside a submission's tree changed; the results folder holds only what we wrote
+    problems += [f"{k} changed during grading" for k in before if before[k] != after[k]]
+    if list(out.rglob("PWNED*")):
+        problems.append("a submission wrote into the results folder")
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    book = {row[0]: row for row in rows[2:]}
+    if rows[0][:3] != ["student", EXERCISE, "total"] or book["complete"][1] != "5" or book["write_output"][1] != "0":
+        problems.append(f"gradebook: {rows[:3]}")
+
+    hidden_source = (kit_root() / "graders/part01_transformer/test_rmsnorm.py").read_text()
+    secret_lines = [ln.strip() for ln in hidden_source.splitlines() if len(ln.strip()) > 30]
+    for student, record in records.items():
+        problems += _check_outputs(student, record, out / student, secret_lines)
+
+    # graded again (Ray when installed, else the local pool), with other neighbours: identical
+    ray = importlib.util.find_spec("ray") is not None
+    subs = [s for s in discover([klass]) if s.student in ("complete", "partial", "tensor_subclass")]
+    again = grade(course, subs, tmp_path / "again", GradeOptions(**OPTIONS), jobs=2,
+                  backend="ray" if ray else "local")
+    for r in again:
+        if stable(r) != stable(records[r["student"]]):
+            problems.append(f"{r['student']}: regraded{' on Ray' if ray else ''}, the record differs")
+    assert not problems, "\n".join(problems)
