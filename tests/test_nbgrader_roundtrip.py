@@ -140,3 +140,27 @@ def test_part01_notebooks_run_top_to_bottom_with_the_solutions(ex, tmp_path):
     assert not bad, f"cells failed or wrote to stderr: {bad[:2]}"
     printed = "".join(o.get("text", "") for c in graded for o in c.outputs)
     assert printed.count("PASSED") + printed.count("SKIPPED") >= len(graded)
+
+
+def test_warnings_and_fd2_writes_in_a_test_cell_do_not_reach_stderr():
+    """nbgrader zeroes a graded cell with stderr output; the runner must keep torch's warnings off it."""
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell, new_notebook
+    noisy = ("def test_noisy(impl, gen):\n"
+             "    import os, torch, warnings\n"
+             "    torch.tensor(torch.ones(2))  # torch's UserWarning about copy-constructing a tensor\n"
+             "    warnings.warn('a triton-like warning', RuntimeWarning)\n"
+             "    os.write(2, b'written to fd 2 by C code\\n')\n"
+             "    assert impl('part01_transformer.rmsnorm').rms_norm(torch.ones(2), torch.ones(2)).shape == (2,)\n")
+    nb = new_notebook(cells=[
+        new_code_cell("from infralab.nbgrader.notebook import setup\nsetup('part01_transformer.rmsnorm')"),
+        new_code_cell("def rms_norm(x, weight, eps=1e-6):\n    return x * weight"),
+        new_code_cell("import torch\ntorch.tensor(torch.ones(2))"),  # the premise: a bare warning is stderr
+        new_code_cell(f"%%infralab_test visible\n{noisy}"),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert any(o.get("name") == "stderr" for o in nb.cells[2].outputs), "a warning outside the runner is stderr"
+    outputs = nb.cells[3].outputs
+    assert not [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"], outputs
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "PASSED test_noisy" in text and "UserWarning" in text and "RuntimeWarning" in text
