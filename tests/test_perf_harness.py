@@ -354,3 +354,36 @@ def test_the_bench_table_shows_rate_ceiling_share_ratio_bar_decision_and_environ
     out = capsys.readouterr().out
     assert "GB/s" in out and "x eager" in out and "reject" in out and "environment: device=cpu" in out
     assert "profile h200 (calibrated)" in out
+
+
+class Counting:
+    """A correct softmax that counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def softmax(self, x):
+        self.calls += 1
+        return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def test_the_gate_runs_the_guarded_module_and_the_timing_runs_the_timed_one():
+    from infralab.perf.workloads import WORKLOADS
+    gate, timed = Counting(), Counting()
+    c = spec(dtype="float32", shapes=[{"M": 8, "N": 300}])
+    e = run_challenge(gate, c, c["shapes"][0], H200, timer=Fake([1e-3]), target="test", exercise="softmax",
+                      device="cpu", policy=SMALL, timed_module=timed)
+    assert e["correct"]
+    assert gate.calls == 1 + len(WORKLOADS["softmax"].gate_shapes)
+    assert timed.calls >= e["workload"]["samples"]
+
+
+def test_softmax_errors_in_tiny_probabilities_are_not_hidden_by_an_absolute_tolerance():
+    from infralab.perf.run import check_outputs
+    from infralab.perf.workloads import WORKLOADS
+    wl = WORKLOADS["softmax"]
+    x = torch.randn(4, 3001, generator=torch.Generator().manual_seed(0), dtype=torch.float32).to(torch.bfloat16)
+    right = torch.softmax(x.float(), -1).to(torch.bfloat16)
+    assert check_outputs(wl, right, {"x": x}, {}) is None
+    padded_zeros = torch.softmax(torch.cat([x.float(), torch.zeros(4, 1095)], -1), -1)[:, :3001].to(torch.bfloat16)
+    assert "differ" in check_outputs(wl, padded_zeros, {"x": x}, {})

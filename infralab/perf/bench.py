@@ -97,10 +97,13 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
     from infralab.perf.run import run_challenge
     from infralab.targets import InProcessTarget, parse_target
 
-    tgt = InProcessTarget(parse_target(target, course.root), {e.id: e.banned for e in course.exercises},
-                          frozenset(e.id for e in course.exercises if e.triton))
+    banned = {e.id: e.banned for e in course.exercises}
+    tgt = InProcessTarget(parse_target(target, course.root), banned,
+                          frozenset(e.id for e in course.exercises if e.triton))  # the gate: every guard
+    timing_tgt = InProcessTarget(parse_target(target, course.root), banned)  # timed: no per-call NaN fill
     try:
         module = tgt.load(ex.id)
+        timed_module = timing_tgt.load(ex.id)
     except Exception as exc:  # a target that does not import: rejected, nothing timed
         return [{"exercise": ex.id, "challenge": c["id"], "correct": False, "decision": "reject", "level": "incorrect",
                  "reason": f"does not import: {str(exc).splitlines()[0]}", "flags": [], "metrics": {},
@@ -114,9 +117,10 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
                 continue
             for shape in c["shapes"]:
                 entries.append(run_challenge(module, c, shape, profile, timer=timer, target=target,
-                                             exercise=ex.id, seed=seed, policy=policy))
+                                             exercise=ex.id, seed=seed, policy=policy, timed_module=timed_module))
     finally:
         tgt.close()
+        timing_tgt.close()
     return entries
 
 

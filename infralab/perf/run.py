@@ -86,7 +86,8 @@ def check_outputs(wl: Workload, got: Any, inputs: dict, options: dict) -> str | 
         return f"expected {len(expected)} outputs ({', '.join(wl.output_names)}), got {len(got)}"
     try:
         for name, g, e in zip(wl.output_names, got, expected):
-            assert_close(g, e, name=name, reduction=wl.reduction(inputs))
+            atol = wl.atol if name == wl.output_names[0] else None
+            assert_close(g, e, name=name, reduction=wl.reduction(inputs), atol=atol)
     except Mismatch as m:
         return str(m).splitlines()[0]
     return None
@@ -116,11 +117,16 @@ def _sync(device: str) -> None:
 
 def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
                   timer: Timer, target: str, exercise: str, seed: int = 0,
-                  policy: SamplingPolicy | None = None, device: str = "cuda") -> dict[str, Any]:
+                  policy: SamplingPolicy | None = None, device: str = "cuda",
+                  timed_module: Any = None) -> dict[str, Any]:
     """Measure ``module`` (the implementation under test) on one challenge shape; the record entry.
 
+    ``module`` runs the correctness gate; ``timed_module`` (default: the same) is timed. Grading
+    guards that do device work on every call (the Triton-launch check fills each fresh allocation
+    with NaN: one extra write of every output) belong on the gate, not in the timed calls.
     ``device`` is "cuda" for real measurements; the kit's tests pass "cpu" with a fake timer.
     """
+    timed = module if timed_module is None else timed_module
 
     policy = policy or SamplingPolicy()
     wl = WORKLOADS[challenge["workload"]]
@@ -158,7 +164,7 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
 
     # 2. warm-up; how many calls per event pair; how many input sets
     probe = _input_sets(wl, shape, dtype, opts, seed + 1, 1, device)
-    one_cand = warm_up(lambda i: wl.call(module, probe[0], opts), timer)
+    one_cand = warm_up(lambda i: wl.call(timed, probe[0], opts), timer)
     one_base = warm_up(lambda i: baseline_fn(probe[0], opts), timer)
     del probe
     calls = {"candidate": calls_per_sample(one_cand, policy), "baseline": calls_per_sample(one_base, policy)}
@@ -174,7 +180,7 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         last: dict[int, Any] = {}
 
         def cand(i: int, sets=sets, last=last) -> None:
-            last[i % len(sets)] = wl.call(module, sets[i % len(sets)], opts)
+            last[i % len(sets)] = wl.call(timed, sets[i % len(sets)], opts)
 
         def base(i: int, sets=sets) -> None:
             baseline_fn(sets[i % len(sets)], opts)
