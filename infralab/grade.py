@@ -188,9 +188,12 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("submissions", nargs="+", type=Path,
+    p.add_argument("submissions", nargs="*", type=Path,
                    help="submission folders or zips, or class folders holding them")
-    p.add_argument("--out", required=True, type=Path, help="where the gradebook and per-student outputs go")
+    p.add_argument("--out", type=Path, help="where the gradebook and per-student outputs go (required unless --notebooks)")
+    p.add_argument("--notebooks", type=Path, default=None, metavar="SUBMITTED_DIR",
+                   help="grade nbgrader's submitted notebooks into nbgrader's gradebook instead (docs/notebooks.md)")
+    p.add_argument("--db", default=None, help="with --notebooks: the gradebook URL (default: the course directory's sqlite)")
     p.add_argument("--part", action="append", default=[], help="grade only this part (repeatable)")
     p.add_argument("--exercise", action="append", default=[], help="grade only this exercise (repeatable)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: one per core)")
@@ -209,6 +212,11 @@ def run(args: argparse.Namespace) -> int:
 
     from infralab.outputs.terminal import class_table
 
+    if args.notebooks is not None:
+        from infralab.nbgrader.cli import grade_notebooks_command
+        return grade_notebooks_command(args)
+    if not args.submissions or args.out is None:
+        raise InfralabError("give the submissions and --out (or --notebooks SUBMITTED_DIR)")
     course = load_course()
     chosen = course.select(args.part or None, args.exercise or None)
     if not chosen:

@@ -83,6 +83,15 @@ def _export(course, args) -> int:
     return 0
 
 
+def grade_notebooks_command(args: argparse.Namespace) -> int:
+    """``infralab grade --notebooks SUBMITTED_DIR [--part P] [--jobs N] [--db URL]``."""
+    course = load_course(getattr(args, "course", None))
+    args.assignment = getattr(args, "part", None) or None
+    args.student = None
+    args.in_process = False
+    return run_grade(course, Path(args.notebooks), args)
+
+
 def run_grade(course, submitted: Path, args) -> int:
     from infralab.nbgrader.grade import grade_submissions
     results = grade_submissions(course, submitted, db_url=args.db, assignments=args.assignment,
