@@ -83,7 +83,7 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
     env["INFRALAB_JUDGE"] = json.dumps(asdict(opts.limits()))
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
                   seed=opts.seed, isolated=True)
-    wall = opts.budget_s * 2 + 120.0  # the executor's budget, plus the judge's own work
+    wall = opts.budget_s * 3 + 300.0  # a safety net only: the executor's budget, plus the judge's own work
     try:
         record = run_tests(course, run, env=env, wall_timeout_s=wall)
         record.pop("output_tail", None)  # pytest's summary line holds timings and temp paths

@@ -126,6 +126,7 @@ def _check_outputs(student: str, record: dict, folder: Path, secret_lines: list[
     return problems
 
 
+@pytest.mark.timeout(2400)  # about 3 minutes on an idle 2-core machine; far more when it is shared
 def test_the_sample_class_is_graded_safely(tmp_path):
     """One batch (so `make test -n 2` grades it once): every check, then one regrade on Ray."""
     records, out, before, after, course, klass = _grade_sample_class(tmp_path)
