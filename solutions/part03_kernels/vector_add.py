@@ -31,7 +31,7 @@ def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x, y = x.contiguous(), y.contiguous()
     out = torch.empty_like(x)
     n = out.numel()
-    block = 1024 if INTERPRETED else 4096  # few programs under the CPU interpreter (each costs ms)
+    block = 1024  # GPU, 8 warps: one 16-byte access per thread, many programs even for small n (H200: 4.38 TB/s)
     grid = (triton.cdiv(n, block),)
     add_kernel[grid](x, y, out, n, BLOCK_SIZE=block, num_warps=1 if INTERPRETED else 8)
     return out
