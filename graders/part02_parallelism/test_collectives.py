@@ -29,8 +29,9 @@ def bounds(numel, n):
 
 # --- a reference ring, and the rings of known mistakes, to name what a wrong answer looks like
 
-def simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (r - s - 1) % n, steps=None):
-    """All ranks' results of a ring reduce-scatter + all-gather; each step uses the values of the step before."""
+def simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (r - s - 1) % n, steps=None, owned=lambda r, n: r):
+    """All ranks' results of a ring reduce-scatter + all-gather (rank r starts it from chunk owned(r));
+    each step uses the values of the step before."""
     n = len(xs)
     steps = n - 1 if steps is None else steps
     flat = [x.reshape(-1).clone() for x in xs]
@@ -40,9 +41,8 @@ def simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (r - s - 1) % n, st
         for r in range(n):
             src = (r - 1) % n
             flat[r][slice(*b[send_chunk(src, s, n)])] += sent[src]
-    owned = [(send_chunk(r, steps - 1, n) - 1) % n for r in range(n)] if steps else list(range(n))
     for s in range(n - 1):  # all-gather of what each rank ended with
-        sent = [(owned[r] - s) % n for r in range(n)]
+        sent = [(owned(r, n) - s) % n for r in range(n)]
         values = [flat[r][slice(*b[sent[r]])].clone() for r in range(n)]
         for r in range(n):
             src = (r - 1) % n
@@ -55,7 +55,7 @@ def all_reduce_mistakes(xs, rank):
         "the chunk index ignores the rank offset (chunk (-s-1) % n sent at step s): partial sums of the wrong chunk travel":
             lambda: simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (-s - 1) % n)[rank],
         "n steps per phase instead of n - 1: a chunk is added twice":
-            lambda: simulated_ring_all_reduce(xs, steps=len(xs))[rank],
+            lambda: simulated_ring_all_reduce(xs, steps=len(xs), owned=lambda r, n: (r - 1) % n)[rank],
         "this rank's own input returned (nothing was reduced)": lambda: xs[rank],
     }
 

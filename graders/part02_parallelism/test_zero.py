@@ -50,6 +50,9 @@ def fsdp_style_owner_map(numels, n):
     return pieces
 
 
+FLOOR_SHARDS = "shards of floor(total / n) with the remainder on the last rank (not ceil)"
+
+
 def floor_owner_map(numels, n):
     total, pieces = sum(numels), []
     size = total // n
@@ -70,8 +73,7 @@ def test_owner_map_matches_the_torch_chunk_rule(impl, numels, n):
     got = impl(MODULE).owner_map(numels, n)
     got = [tuple(int(v) for v in p) for p in got] if isinstance(got, (list, tuple)) else got
     assert_equal(got, fsdp_style_owner_map(numels, n), name=f"owner_map({numels}, {n})",
-                 mistakes={"shards of floor(total / n) with the remainder on the last rank (not ceil)":
-                           floor_owner_map(numels, n)})
+                 mistakes={FLOOR_SHARDS: floor_owner_map(numels, n)})
 
 
 def test_owner_map_example_from_the_specification(impl):
@@ -83,7 +85,7 @@ def test_owner_map_leaves_ranks_with_only_padding_empty(impl, numels, n):
     """10 elements on 4 ranks: shards of 3, rank 3 holds 1 element; 2 elements on 4 ranks: ranks 2, 3 hold none."""
     got = [tuple(int(v) for v in p) for p in impl(MODULE).owner_map(numels, n)]
     assert_equal(got, fsdp_style_owner_map(numels, n), name=f"owner_map({numels}, {n})",
-                 mistakes={"floor chunking": floor_owner_map(numels, n)})
+                 mistakes={FLOOR_SHARDS: floor_owner_map(numels, n)})
 
 
 # --- memory per rank
