@@ -27,8 +27,26 @@ def attention(q, k, v, causal, scale, **variant):
     return (torch.softmax(s, -1) @ v.double()).to(q.dtype), torch.logsumexp(s, -1).float()
 
 
+def stale_accumulator(q, k, v, causal, scale, block):
+    """Online softmax over key blocks of ``block`` that rescales l but never acc on a new max."""
+    s = scores(q, k, causal, scale)
+    m = torch.full(s.shape[:-1], -math.inf, dtype=torch.float64)
+    l = torch.zeros(s.shape[:-1], dtype=torch.float64)
+    acc = torch.zeros(*s.shape[:-1], v.shape[-1], dtype=torch.float64)
+    for start in range(0, s.shape[-1], block):
+        blk = s[..., start:start + block]
+        m_new = torch.maximum(m, blk.amax(-1))
+        p = torch.exp(blk - m_new[..., None]).nan_to_num(0.0)
+        l = l * torch.exp(m - m_new).nan_to_num(0.0) + p.sum(-1)
+        acc = acc + p @ v[..., start:start + block, :].double()
+        m = m_new
+    return (acc / l[..., None]).to(q.dtype)
+
+
 def o_mistakes(q, k, v, causal, scale):
-    return {
+    stale = {f"acc was not rescaled by exp(m_old - m_new) when a key block raised the max (BLOCK_N={b})":
+             (lambda blk: lambda: stale_accumulator(q, k, v, causal, scale, blk))(b) for b in (16, 32, 64, 128)}
+    return stale | {
         "the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right (j <= i + S_k - S_q)":
             lambda: attention(q, k, v, causal, scale, top_left=True)[0],
         "the causal mask excludes the diagonal (j < i instead of j <= i)":
