@@ -12,6 +12,7 @@ from infralab.soundness import check_soundness
 COURSE = load_course()
 
 
+@pytest.mark.timeout(1200)  # a part's whole matrix in one child pytest; slow on a loaded 2-core machine
 @pytest.mark.parametrize("part", [p.id for p in COURSE.parts])
 def test_every_exercise_of_the_part_is_sound(part):
     results, record = check_soundness(COURSE, COURSE.select([part]))
