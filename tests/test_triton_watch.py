@@ -1,0 +1,57 @@
+"""The Triton guard of `triton: true` exercises: launch check, interpreter bounds check, NaN-filled allocations."""
+import os
+
+import pytest
+import torch
+
+from infralab.guards import NoKernelLaunched, guarded
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs the Triton interpreter")
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MASK_STORE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    if MASK_STORE:
+        tl.store(out_ptr + offsets, x, mask=offsets < n)
+    else:
+        tl.store(out_ptr + offsets, x)
+
+
+def _copy(x, mask_store=True, grid=None):
+    out = torch.empty_like(x)
+    _copy_kernel[grid or (triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64, MASK_STORE=mask_store)
+    return out
+
+
+def test_a_call_that_launches_a_kernel_passes_the_launch_check():
+    x = torch.randn(100)
+    assert torch.equal(guarded(_copy, (), "copy", triton=True)(x), x)
+
+
+def test_a_call_that_launches_no_kernel_raises_no_kernel_launched():
+    with pytest.raises(NoKernelLaunched, match="without launching a Triton kernel"):
+        guarded(lambda x: x.clone(), (), "clone", triton=True)(torch.randn(10))
+
+
+def test_an_unmasked_store_past_the_end_fails_instead_of_corrupting_the_heap():
+    with pytest.raises(Exception, match="out-of-bounds tl.store"):
+        guarded(_copy, (), "copy", triton=True)(torch.randn(100), mask_store=False)
+
+
+def test_outputs_the_kernel_never_writes_are_nan():
+    got = guarded(_copy, (), "copy", triton=True)(torch.randn(100), grid=(1,))  # only the first block runs
+    assert not got[:64].isnan().any() and got[64:].isnan().all()
+
+
+def test_the_guard_restores_torch_settings():
+    def settings():
+        return (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+                torch.utils.deterministic.fill_uninitialized_memory)
+
+    before = settings()
+    guarded(_copy, (), "copy", triton=True)(torch.randn(10))
+    assert settings() == before
