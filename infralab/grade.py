@@ -125,6 +125,25 @@ def run_local(tasks: list[Task], jobs: int, done: Callable[[dict], None]) -> lis
     return records
 
 
+class RayStartFailed(InfralabError):
+    """Ray could not be started or reached."""
+
+
+def _ray_init(ray, jobs: int, address: str | None, attempts: int = 2) -> None:
+    for attempt in range(attempts):
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:  # records are small: a small object store leaves the machine's memory alone
+                ray.init(num_cpus=max(1, jobs), include_dashboard=False, log_to_driver=False,
+                         object_store_memory=256 << 20)
+            return
+        except Exception as e:  # noqa: BLE001 - Ray raises plain Exception when its raylet is slow to start
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise RayStartFailed(f"Ray did not start: {e}") from None
+
+
 def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[dict], None]) -> list[dict]:
     try:
         import ray
@@ -132,11 +151,7 @@ def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[d
         raise InfralabError("--backend ray needs Ray: pip install 'infralab[ray]'") from None
     started = False
     if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(1, jobs), include_dashboard=False, log_to_driver=False,
-                     object_store_memory=256 << 20)  # records are small; leave the machine's memory alone
+        _ray_init(ray, jobs, address)
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(grade_one)

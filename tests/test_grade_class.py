@@ -19,7 +19,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from infralab.course import load_course
-from infralab.grade import GradeOptions, grade, stable
+from infralab.grade import GradeOptions, RayStartFailed, grade, stable
 from infralab.judge.cage import namespaces_unavailable
 from infralab.judge.intake import discover
 from infralab.judge.minicourse import EXERCISE, kit_root, rmsnorm_course
@@ -147,12 +147,16 @@ def test_the_sample_class_is_graded_safely(tmp_path):
     for student, record in records.items():
         problems += _check_outputs(student, record, out / student, secret_lines)
 
+    assert not problems, "\n".join(problems)
+
     # graded again (Ray when installed, else the local pool), with other neighbours: identical
     ray = importlib.util.find_spec("ray") is not None
     subs = [s for s in discover([klass]) if s.student in ("complete", "partial", "tensor_subclass")]
-    again = grade(course, subs, tmp_path / "again", GradeOptions(**OPTIONS), jobs=2,
-                  backend="ray" if ray else "local")
+    try:
+        again = grade(course, subs, tmp_path / "again", GradeOptions(**OPTIONS), jobs=2,
+                      backend="ray" if ray else "local")
+    except RayStartFailed as e:
+        pytest.skip(f"a local Ray instance did not start (machine overloaded?): {e}")
     for r in again:
-        if stable(r) != stable(records[r["student"]]):
-            problems.append(f"{r['student']}: regraded{' on Ray' if ray else ''}, the record differs")
-    assert not problems, "\n".join(problems)
+        assert stable(r) == stable(records[r["student"]]), \
+            f"{r['student']}: regraded{' on Ray' if ray else ''}, the record differs"

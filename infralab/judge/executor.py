@@ -23,7 +23,7 @@ import traceback
 
 
 _flags: list[dict] = []
-_own: list[str] = []  # the executor's own tree: reading it is not suspicious
+_own: list[str] = [sys.prefix + "/", sys.base_prefix + "/"]  # its own tree and Python: not suspicious
 _seen: set[tuple[str, str]] = set()
 
 
@@ -33,7 +33,7 @@ def flag(kind: str, detail: str) -> None:
         _flags.append({"kind": kind, "detail": detail})
 
 
-_WATCHED_PATHS = ("/graders", "/solutions", "/fixtures", "/.git", "/proc/1/", "infralab-run", "/etc/shadow")
+_WATCHED_PATHS = ("/graders/", "/solutions/", "/fixtures/", "/.git/", "/proc/1/", "infralab-run", "/etc/shadow")
 _HARNESS = ("pytest", "_pytest", "infralab", "hypothesis", "solutions", "graders")
 
 
@@ -52,7 +52,7 @@ def _audit(event: str, args: tuple) -> None:
             if writes and not path.startswith(os.environ.get("HOME", "/nonexistent") + "/"):
                 flag("write-outside", f"open {os.path.normpath(path)[:120]} for writing")
         elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
-            path = os.fsdecode(args[0])
+            path = os.fsdecode(args[0]).rstrip("/") + "/"
             if any(w in path for w in _WATCHED_PATHS) and not path.startswith(tuple(_own)):
                 flag("read-hidden", f"{event} {path[:120]}")
         elif event == "import" and args and isinstance(args[0], str):
