@@ -111,7 +111,7 @@ class Drain(threading.Thread):
 
 class Cage:
     def __init__(self, code: dict[str, Path], package: str, course_root: Path, limits: CageLimits,
-                 banned: dict[str, list[str]] | None = None):
+                 banned: dict[str, list[str]] | None = None, triton: tuple[str, ...] = ()):
         """``code``: relative path in the tree (``exercises/part01_x/m.py``) -> source file to copy."""
         self.limits = limits
         self.course_root = Path(course_root).resolve()
@@ -120,7 +120,7 @@ class Cage:
         self.uid = 10**6 + os.getpid() * 64 + next(_uid_counter) % 64 if self.root_user else None
         self.tree = Path(tempfile.mkdtemp(prefix="infralab-judge-"))
         self.lib, self.home = self.tree / "lib", self.tree / "home"
-        self._build(code, package, banned or {})
+        self._build(code, package, banned or {}, triton)
         self.proc: subprocess.Popen | None = None
         self.drain: Drain | None = None
         self.to_executor = self.from_executor = -1
@@ -128,12 +128,14 @@ class Cage:
         self.overflowed = False  # some run printed more than the cap
 
     # -- the tree -----------------------------------------------------------------------------
-    def _build(self, code: dict[str, Path], package: str, banned: dict[str, list[str]]) -> None:
+    def _build(self, code: dict[str, Path], package: str, banned: dict[str, list[str]],
+               triton: tuple[str, ...] = ()) -> None:
         kit = self.lib / "kit"
         kit.mkdir(parents=True)
         here = Path(__file__).parent
         for name in KIT_FILES:
             shutil.copyfile(here / name, kit / name)
+        shutil.copyfile(here.parent / "triton_watch.py", kit / "triton_watch.py")  # imports nothing of infralab
         for rel, src in code.items():
             dest = self.lib / "code" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -143,6 +145,7 @@ class Cage:
                 (folder / "__init__.py").write_text("")
         self.home.mkdir()
         executor_config = {"code": str(self.lib / "code"), "package": package, "banned": banned,
+                           "triton": sorted(triton),
                            "threads": self.limits.threads}
         (self.lib / "executor.json").write_text(json.dumps(executor_config))
         (self.lib / "boot.json").write_text(json.dumps(self._boot_config()))

@@ -200,6 +200,24 @@ class Session:
         return found
 
     def guarded_call(self, fn, module: str, name: str, args, kwargs):
+        if module in self.config.get("triton", ()):
+            return self.triton_call(fn, module, name, args, kwargs)
+        return self.banned_call(fn, module, name, args, kwargs)
+
+    def triton_call(self, fn, module: str, name: str, args, kwargs):
+        """A Triton exercise: the call must launch a @triton.jit kernel (infralab.guards does the
+        same in-process); under the interpreter loads and stores are bounds-checked."""
+        import triton_watch
+
+        with triton_watch.watching() as watch:
+            result = self.banned_call(fn, module, name, args, kwargs)
+        if not watch.launches:
+            raise RuntimeError(
+                f"NoKernelLaunched: {module}: {name} returned without launching a Triton kernel: this exercise "
+                f"must compute its result in a @triton.jit kernel launched as kernel[grid](...)")
+        return result
+
+    def banned_call(self, fn, module: str, name: str, args, kwargs):
         banned = frozenset(self.banned.get(module, ()))
         if not banned:
             return fn(*args, **kwargs)

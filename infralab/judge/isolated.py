@@ -106,15 +106,18 @@ class IsolatedTarget:
         self.limits = limits or CageLimits.from_env()
         if course_root is None:
             course_root = Path(config.getoption("infralab_course") or spec.base.parent) if config else spec.base.parent
-        if banned is None and config is not None:
+        triton: tuple[str, ...] = ()
+        if config is not None:
             from infralab.plugin import _state
             state = _state(config)
-            banned = state.banned if state is not None else {}
+            if banned is None:
+                banned = state.banned if state is not None else {}
+            triton = tuple(sorted(state.triton)) if state is not None else ()
         self.flags: list[dict] = []
         self.ignored: list[str] = []
         code, self.package = self._code_tree(Path(course_root))
         self.cage = Cage(code, self.package, Path(course_root), self.limits,
-                         {k: list(v) for k, v in (banned or {}).items()})
+                         {k: list(v) for k, v in (banned or {}).items()}, triton)
         self.generation = 0
         self.greeted = False
         self.deaths = 0
