@@ -61,6 +61,7 @@ def test_rms_norm_reduces_over_the_last_dimension_only(impl, gen):
     """Each row is normalised on its own: scaling one row leaves the others unchanged."""
     x, w = randn(5, 16, generator=gen), randn(16, generator=gen)
     y = impl(MODULE).rms_norm(x, w, eps=1e-6)
+    assert_close(y, reference_rms_norm(x, w, 1e-6), mistakes=rms_mistakes(x, w, 1e-6))
     x2 = x.clone()
     x2[0] *= 100.0
     y2 = impl(MODULE).rms_norm(x2, w, eps=1e-6)
@@ -69,10 +70,12 @@ def test_rms_norm_reduces_over_the_last_dimension_only(impl, gen):
 
 def test_rms_norm_keeps_dtype_and_leaves_input_untouched(impl, gen):
     x = randn(3, 40, dtype=torch.bfloat16, generator=gen)
+    w = torch.ones(40, dtype=torch.bfloat16)
     before = x.clone()
-    y = impl(MODULE).rms_norm(x, torch.ones(40, dtype=torch.bfloat16), eps=1e-6)
+    y = impl(MODULE).rms_norm(x, w, eps=1e-6)
     assert y.dtype == torch.bfloat16, f"expected the input dtype bfloat16, got {y.dtype}"
     assert torch.equal(x, before), "rms_norm modified its input in place"
+    assert_close(y, reference_rms_norm(before, w, 1e-6))
 
 
 def ln_mistakes(x, w, b, eps):

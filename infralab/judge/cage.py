@@ -136,6 +136,10 @@ class Cage:
         for name in KIT_FILES:
             shutil.copyfile(here / name, kit / name)
         shutil.copyfile(here.parent / "triton_watch.py", kit / "triton_watch.py")  # imports nothing of infralab
+        (kit / "infralab").mkdir()  # multi-rank exercises: the simulated group, and what it imports
+        (kit / "infralab" / "__init__.py").write_text("")
+        for name in ("distributed.py", "errors.py"):
+            shutil.copyfile(here.parent / name, kit / "infralab" / name)
         for rel, src in code.items():
             dest = self.lib / "code" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -154,6 +154,8 @@ class Session:
             obj = importlib.import_module(f"{self.package}.{module}")
             enc = self.encoder(module)
             return {"ok": enc.encode(obj)}, enc.tensors
+        if op == "run_ranks":
+            return self.run_ranks(request, tensors)
         h = request["h"]
         if h not in self.objects:
             raise LookupError(f"unknown handle {h}")
@@ -181,6 +183,21 @@ class Session:
                 answer["writeback"] = changed
             return answer, enc.tensors
         raise ValueError(f"unknown request {op!r}")
+
+    def run_ranks(self, request: dict, tensors: dict):
+        """Every rank of a multi-rank exercise, on the simulated group (infralab.distributed,
+        shipped into the kit): the values and the traffic of each rank, as data."""
+        from infralab import distributed
+
+        module = request["module"]
+        obj = importlib.import_module(f"{self.package}.{module}")
+        calls = [(name, [tuple(a) for a in args]) for name, args in self.decode(request["calls"], tensors)[0]]
+        results = distributed._run_simulated(obj, calls, int(request["world_size"]),
+                                             bool(request["allow_collectives"]), float(request["timeout_s"]))
+        data = [[{"value": r.value, "sends": [list(x) for x in r.sends], "recvs": [list(x) for x in r.recvs],
+                  "collectives": list(r.collectives)} for r in call] for call in results]
+        enc = self.encoder(module)
+        return {"ok": enc.encode(data)}, enc.tensors
 
     def raw(self, t) -> bytes:
         c = self.torch.Tensor.contiguous(t)

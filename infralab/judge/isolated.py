@@ -327,6 +327,26 @@ class IsolatedTarget:
         self._write_back(answer, out, args, kwargs)
         return self._answer(answer, out, live._generation)
 
+    def run_ranks(self, module: str, calls: list, world_size: int, backend: str, allow_collectives: bool,
+                  timeout_s: float) -> list:
+        """Multi-rank exercises (:mod:`infralab.distributed`): every rank runs inside the executor,
+        on the simulated group (the cage has no network for a gloo group, whatever ``backend``
+        asks); per-rank values and traffic come back as data."""
+        from infralab.distributed import RankResult
+
+        self.load(module)  # an import failure is the submission's, reported as for any module
+        encoded, _, tensors = self._encode_args(([[name, [list(a) for a in args]] for name, args in calls],), {})
+        header = {"op": "run_ranks", "module": module, "calls": encoded, "world_size": int(world_size),
+                  "allow_collectives": bool(allow_collectives), "timeout_s": float(timeout_s)}
+        answer, out = self._request(f"{module} on {world_size} ranks", header, tensors,
+                                    timeout_s=float(timeout_s) * max(1, len(calls)) + 10)
+        if backend != "sim":
+            self._flag("backend", f"{module}: ran on the simulated group inside the cage instead of {backend}")
+        results = self._answer(answer, out, self.generation)
+        return [[RankResult(value=r["value"], sends=[tuple(x) for x in r["sends"]],
+                            recvs=[tuple(x) for x in r["recvs"]], collectives=list(r["collectives"]))
+                 for r in call] for call in results]
+
     def _write_back(self, answer: dict, out: dict, args: tuple, kwargs: dict) -> None:
         """In-place writes the student's code made to argument tensors (``out=`` buffers)."""
         changed = answer.get("writeback")
