@@ -282,11 +282,20 @@ def gen(seed: int):
     return torch.Generator().manual_seed(seed)
 
 
-def _short_message(excinfo: pytest.ExceptionInfo) -> str:
+def _relative(path: object, root: Path | None) -> str:
+    """A path inside the course as ``exercises/part01_x/m.py``, any other as given."""
+    try:
+        return str(Path(str(path)).resolve().relative_to(root)) if root else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _short_message(excinfo: pytest.ExceptionInfo, root: Path | None = None) -> str:
     exc = excinfo.value
     if isinstance(exc, NotImplementedError):
         frame = excinfo.traceback[-1]
-        where = getattr(exc, "remote_where", None) or f"{frame.path}:{frame.lineno + 1}"  # isolated: the student's line
+        # isolated mode: the student's line as the executor saw it
+        where = getattr(exc, "remote_where", None) or f"{_relative(frame.path, root)}:{frame.lineno + 1}"
         detail = str(exc) or "this function"
         return f"NotImplementedError: {detail} is not implemented yet ({where})"
     if isinstance(exc, TargetError):
@@ -301,7 +310,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep = outcome.get_result()
     if _state(item.config) is None or call.excinfo is None or rep.skipped:
         return
-    message = _short_message(call.excinfo)
+    message = _short_message(call.excinfo, _state(item.config).course.root)
     rep.user_properties.append(("infralab_message", message))
     if "seed" in getattr(item, "fixturenames", ()) and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
         rep.sections.append(("infralab", f"repeat this run's inputs with --seed {session_seed(item.config)}"))

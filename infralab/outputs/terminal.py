@@ -11,18 +11,22 @@ _STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not implemen
 
 def exercise_table(record: dict[str, Any], title: str | None = None) -> Table:
     table = Table(title=title or f"{record['course']} · target: {record['target']}", show_lines=False)
-    table.add_column("exercise")
-    table.add_column("passed", justify="right")
-    table.add_column("points", justify="right")
-    table.add_column("status")
-    table.add_column("first failure", overflow="fold", max_width=70)
+    table.add_column("exercise", no_wrap=True)
+    table.add_column("passed", justify="right", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("first failure", overflow="fold", ratio=1)
     for ex in record["exercises"]:
         style = _STYLE.get(ex["status"], "")
-        table.add_row(ex["id"], f"{ex['passed']}/{ex['total']}", f"{ex['points']:g}/{ex['max_points']:g}",
-                      f"[{style}]{ex['status']}[/]", _first_line(ex["first_failure"]))
+        table.add_row(ex["id"], f"{ex['passed']}/{ex['total']}", f"{_points(ex['points'])}/{_points(ex['max_points'])}",
+                      f"[{style}]{ex['status']}[/]", _first_line(ex["first_failure"], 160))
     table.add_section()
-    table.add_row("total", "", f"{record['points']:g}/{record['max_points']:g}", "", "")
+    table.add_row("total", "", f"{_points(record['points'])}/{_points(record['max_points'])}", "", "")
     return table
+
+
+def _points(value: float) -> str:
+    return f"{round(value, 2):g}"
 
 
 def _first_line(text: str, limit: int = 300) -> str:
