@@ -387,3 +387,20 @@ def test_softmax_errors_in_tiny_probabilities_are_not_hidden_by_an_absolute_tole
     assert check_outputs(wl, right, {"x": x}, {}) is None
     padded_zeros = torch.softmax(torch.cat([x.float(), torch.zeros(4, 1095)], -1), -1)[:, :3001].to(torch.bfloat16)
     assert "differ" in check_outputs(wl, padded_zeros, {"x": x}, {})
+
+
+class RmsNormSquaresInInputDtype:
+    """Fused add + RMSNorm that keeps the squares in the input dtype: fine in bf16, inf in fp16."""
+
+    @staticmethod
+    def fused_add_rmsnorm(x, residual, weight, eps):
+        h = (x.float() + residual.float()).to(x.dtype)
+        mean_square = (h * h).sum(-1, keepdim=True).float() / h.shape[-1]
+        return (h.float() * torch.rsqrt(mean_square + eps) * weight.float()).to(x.dtype), h
+
+
+def test_the_gate_checks_a_second_dtype_where_a_mistake_only_shows_there():
+    c = spec(workload="rmsnorm", dtype="bfloat16", shapes=[{"M": 8, "N": 256}], bytes="4*M*N*s + N*s")
+    e = run_challenge(RmsNormSquaresInInputDtype, c, c["shapes"][0], H200, timer=Fake([1e-3]), target="test",
+                      exercise="part03_kernels.rmsnorm", device="cpu", policy=SMALL)
+    assert not e["correct"] and "in float16" in e["reason"], e["reason"]

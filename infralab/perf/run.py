@@ -149,13 +149,14 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     set_bytes = max(1, _nbytes(list(gate_inputs.values())))
     problem = _gate(module, wl, gate_inputs, opts, device, set_bytes)
     del gate_inputs
-    for i, small in enumerate(wl.gate_shapes):
+    gate_dtypes = [dtype] + [d for d in wl.gate_dtypes if d != dtype]
+    for i, (small, dt) in enumerate((s, d) for d in gate_dtypes for s in wl.gate_shapes):
         if problem:
             break
-        ragged = wl.make_inputs(small, dtype, opts, seed + 7 + i, device, ragged=True)
+        ragged = wl.make_inputs(small, dt, opts, seed + 7 + i, device, ragged=True)
         problem = _gate(module, wl, ragged, opts, device, _nbytes(list(ragged.values())))
         if problem:
-            problem = f"at the ragged shape {small}: {problem}"
+            problem = f"at the ragged shape {small}{'' if dt == dtype else f' in {dt}'}: {problem}"
     if problem:
         v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
                            working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)

@@ -7,6 +7,8 @@ A challenge in course.yml names its workload (``workload: rmsnorm``). The worklo
   (``ragged``: per-sequence lengths vary, where the workload has lengths);
 - ``gate_shapes``: small shapes off every block multiple, checked by the correctness gate on top of
   the challenge shape (whose sizes are round numbers that a kernel missing its masks gets right);
+- ``gate_dtypes``: further dtypes the gate checks those shapes in, for mistakes one dtype hides
+  (squares kept in the input dtype are harmless in bf16 and overflow in fp16);
 - ``call(module, inputs, options)``: how the exercise's public function is called;
 - ``reference(inputs, options)``: the expected outputs, computed in fp32 with plain torch;
 - ``baselines``: library versions timed interleaved with the candidate (eager torch, cuBLAS,
@@ -39,6 +41,7 @@ class Workload:
     atol: float | None = None  # overrides the dtype's absolute tolerance (say why where it is set)
     output_names: tuple[str, ...] = ("output",)
     gate_shapes: tuple[dict[str, int], ...] = ()
+    gate_dtypes: tuple[str, ...] = ()
 
 
 def _torch():
@@ -89,9 +92,11 @@ def _rms_inputs(shape, dtype, options, seed, device, ragged=False):
     M, N = shape["M"], shape["N"]
     f32 = _torch().float32
     x, r = _randn((M, N), f32, g, device), _randn((M, N), f32, g, device)
-    if ragged:  # odd rows are tiny: there the mean square is close to eps, and where eps goes matters
-        x[1::2] *= 1e-3
+    if ragged:
+        x[1::2] *= 1e-3  # odd rows tiny: the mean square is close to eps, and where eps goes matters
         r[1::2] *= 1e-3
+        x[2::4] *= 100.0  # some rows large: their sum of squares overflows fp16 (65504) unless in fp32
+        r[2::4] *= 100.0
     return {"x": x.to(dt), "residual": r.to(dt), "weight": (1.0 + 0.1 * _randn((N,), f32, g, device)).to(dt)}
 
 
@@ -240,7 +245,8 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              call=lambda m, i, o: m.fused_add_rmsnorm(i["x"], i["residual"], i["weight"], o.get("eps", 1e-6)),
              reference=_rms_reference,
              baselines={"eager": _rms_eager, "compile": _compiled(_rms_eager)},
-             options={"eps": 1e-6}, output_names=("output", "residual"), gate_shapes=({"M": 37, "N": 3000},)),
+             options={"eps": 1e-6}, output_names=("output", "residual"), gate_shapes=({"M": 37, "N": 3000},),
+             gate_dtypes=("float16",)),
     Workload("softmax", ("M", "N"), "softmax", _softmax_inputs,
              call=lambda m, i, o: m.softmax(i["x"]),
              reference=_softmax_reference,
