@@ -6,8 +6,9 @@ An exercise may declare in course.yml::
 
 Every call into that exercise's module then runs under a TorchFunctionMode that sees each torch
 function or tensor method called (operators included: ``a @ b`` arrives as ``Tensor.matmul``)
-and raises :class:`BannedCall` on a banned one, naming it. The same guard runs wherever the
-student's code runs: in this process, or inside the isolated executor when grading.
+and raises :class:`BannedCall` on a banned one, naming it. The same guards (:func:`guarding`)
+run wherever the student's code runs: in this process, or inside the isolated executor when
+grading (the cage ships this module; it imports only torch and :mod:`infralab.triton_watch`).
 
 An exercise flagged ``triton: true`` must launch a @triton.jit kernel in every call into its
 module (:func:`triton_launch_required`); a call that returns without one raises
@@ -22,6 +23,8 @@ from typing import Any
 
 from torch.overrides import TorchFunctionMode, resolve_name
 
+from infralab.triton_watch import watching
+
 
 class BannedCall(RuntimeError):
     """The implementation called a library routine this exercise asks you to write yourself."""
@@ -33,15 +36,18 @@ def _short_name(func: Any) -> str:
 
 
 class _BanMode(TorchFunctionMode):
-    def __init__(self, banned: frozenset[str], where: str):
+    def __init__(self, banned: frozenset[str], where: str, on_ban: Callable[[str], None] | None = None):
         super().__init__()
-        self.banned, self.where = banned, where
+        self.banned, self.where, self.on_ban = banned, where, on_ban
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = _short_name(func)
         if name in self.banned:
+            routine = resolve_name(func) or name
+            if self.on_ban is not None:
+                self.on_ban(routine)  # before raising: noted even if the code catches the error
             raise BannedCall(
-                f"{self.where} called {resolve_name(func) or name}, which this exercise bans: "
+                f"{self.where} called {routine}, which this exercise bans: "
                 f"write the computation yourself (banned here: {', '.join(sorted(self.banned))})"
             )
         return func(*args, **(kwargs or {}))
@@ -56,8 +62,6 @@ def triton_launch_required(where: str) -> Iterator[None]:
     """The block must launch at least one Triton kernel (compiled or interpreted), else
     :class:`NoKernelLaunched`. Under the interpreter it also bounds-checks every load and store
     and poisons fresh allocations (see :mod:`infralab.triton_watch`)."""
-    from infralab.triton_watch import watching
-
     with watching() as watch:
         yield
     if not watch.launches:
@@ -65,6 +69,21 @@ def triton_launch_required(where: str) -> Iterator[None]:
             f"{where} returned without launching a Triton kernel: this exercise must compute its "
             f"result in a @triton.jit kernel launched as kernel[grid](...), not with torch operations"
         )
+
+
+@contextlib.contextmanager
+def guarding(where: str, banned: Iterable[str], triton: bool = False,
+             on_ban: Callable[[str], None] | None = None) -> Iterator[None]:
+    """The block runs under an exercise's guards: a call to a banned torch routine raises
+    :class:`BannedCall` (after ``on_ban(routine)``, if given), and, with ``triton``, a block that
+    launches no Triton kernel raises :class:`NoKernelLaunched`."""
+    banned = frozenset(banned)
+    with contextlib.ExitStack() as stack:
+        if triton:
+            stack.enter_context(triton_launch_required(where))
+        if banned:
+            stack.enter_context(_BanMode(banned, where, on_ban))
+        yield
 
 
 def guarded(fn: Callable, banned: Iterable[str], where: str, triton: bool = False) -> Callable:
@@ -78,11 +97,7 @@ def guarded(fn: Callable, banned: Iterable[str], where: str, triton: bool = Fals
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with contextlib.ExitStack() as stack:
-            if triton:
-                stack.enter_context(triton_launch_required(where))
-            if banned:
-                stack.enter_context(_BanMode(banned, where))
+        with guarding(where, banned, triton):
             return fn(*args, **kwargs)
 
     return wrapper

@@ -5,6 +5,7 @@ One :class:`Cage` per implementation under test. It builds a fresh tree::
     /tmp/infralab-judge-XXXX/       root, 0711 (no listing)
         lib/                        root, read-only for the executor
             kit/  boot.py executor.py wire.py
+                infralab/           guards.py triton_watch.py distributed.py errors.py
             code/<package>/partNN_*/*.py    the allowlisted modules only
             boot.json executor.json
         home/                       the executor's uid, its only writable folder (HOME, TMPDIR)
@@ -135,10 +136,9 @@ class Cage:
         here = Path(__file__).parent
         for name in KIT_FILES:
             shutil.copyfile(here / name, kit / name)
-        shutil.copyfile(here.parent / "triton_watch.py", kit / "triton_watch.py")  # imports nothing of infralab
-        (kit / "infralab").mkdir()  # multi-rank exercises: the simulated group, and what it imports
+        (kit / "infralab").mkdir()  # the guards, the simulated group (multi-rank), and what they import
         (kit / "infralab" / "__init__.py").write_text("")
-        for name in ("distributed.py", "errors.py"):
+        for name in ("guards.py", "triton_watch.py", "distributed.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
         for rel, src in code.items():
             dest = self.lib / "code" / rel

@@ -11,7 +11,8 @@ those two pipe ends. Its stdout and stderr go to a capped pipe the judge drains.
 Answers: ``{"ok": value, "writeback": {...}, "flags": [...]}`` or ``{"error": {"type",
 "message", "traceback"}, "flags": [...]}``. Flags are best-effort observations (audit events,
 tampering with torch) that the judge records for the instructor; they never decide a verdict.
-This file is copied into the executor's tree next to wire.py; it imports nothing from infralab.
+This file is copied into the executor's tree next to wire.py, with a mini ``infralab`` package
+(the guards, the simulated group; see cage.py) that it imports from.
 """
 from __future__ import annotations
 
@@ -72,9 +73,9 @@ def main() -> int:
     sys.path[:0] = [config["code"], os.path.dirname(os.path.abspath(__file__))]
     import torch  # noqa: F401 - before the student's code, so the originals below are real
     import torch.testing
-    from torch.overrides import TorchFunctionMode, resolve_name
 
     import wire
+    from infralab import guards  # before the audit hook: the harness importing itself is no flag
 
     torch.set_num_threads(int(config.get("threads", 1)))
     originals = {
@@ -85,19 +86,18 @@ def main() -> int:
     _own.append(os.path.dirname(config["code"]) + "/")
     sys.addaudithook(_audit)
     wire.send(config["fds"][1], {"ready": True})
-    Session(config, torch, wire, originals, TorchFunctionMode, resolve_name).serve()
+    Session(config, torch, wire, originals, guards).serve()
     return 0
 
 
 class Session:
-    def __init__(self, config, torch, wire, originals, mode_cls, resolve_name):
-        self.config, self.torch, self.wire = config, torch, wire
+    def __init__(self, config, torch, wire, originals, guards):
+        self.config, self.torch, self.wire, self.guards = config, torch, wire, guards
         self.originals = originals
         self.package = config["package"]
         self.banned: dict[str, list[str]] = config.get("banned", {})
         self.objects: dict[int, object] = {}
         self.object_banned: dict[int, tuple[str, str]] = {}  # handle -> (module, where)
-        self.mode_cls, self.resolve_name = mode_cls, resolve_name
 
     # -- the student's objects -------------------------------------------------------------
     def handle(self, obj, module: str) -> dict:
@@ -217,40 +217,12 @@ class Session:
         return found
 
     def guarded_call(self, fn, module: str, name: str, args, kwargs):
-        if module in self.config.get("triton", ()):
-            return self.triton_call(fn, module, name, args, kwargs)
-        return self.banned_call(fn, module, name, args, kwargs)
-
-    def triton_call(self, fn, module: str, name: str, args, kwargs):
-        """A Triton exercise: the call must launch a @triton.jit kernel (infralab.guards does the
-        same in-process); under the interpreter loads and stores are bounds-checked."""
-        import triton_watch
-
-        with triton_watch.watching() as watch:
-            result = self.banned_call(fn, module, name, args, kwargs)
-        if not watch.launches:
-            raise RuntimeError(
-                f"NoKernelLaunched: {module}: {name} returned without launching a Triton kernel: this exercise "
-                f"must compute its result in a @triton.jit kernel launched as kernel[grid](...)")
-        return result
-
-    def banned_call(self, fn, module: str, name: str, args, kwargs):
-        banned = frozenset(self.banned.get(module, ()))
-        if not banned:
-            return fn(*args, **kwargs)
-        resolve = self.resolve_name
-
-        class _BanMode(self.mode_cls):
-            def __torch_function__(self, func, types, a=(), k=None):
-                short = (resolve(func) or getattr(func, "__name__", "")).rsplit(".", 1)[-1].strip("_")
-                if short in banned:
-                    flag("banned-call", f"{module}: {name} called {resolve(func) or short}")
-                    raise RuntimeError(
-                        f"BannedCall: {module}: {name} called {resolve(func) or short}, which this exercise "
-                        f"bans: write the computation yourself (banned here: {', '.join(sorted(banned))})")
-                return func(*a, **(k or {}))
-
-        with _BanMode():
+        """The call under the exercise's guards, as in-process (infralab.guards): a banned torch
+        routine raises BannedCall and is flagged; a Triton exercise must launch a @triton.jit
+        kernel (under the interpreter, loads and stores are bounds-checked)."""
+        where = f"{module}: {name}"
+        with self.guards.guarding(where, self.banned.get(module, ()), module in self.config.get("triton", ()),
+                                  on_ban=lambda routine: flag("banned-call", f"{where} called {routine}")):
             return fn(*args, **kwargs)
 
     def check_tampering(self) -> None:
@@ -267,7 +239,7 @@ class Session:
     def describe(self, exc: BaseException) -> dict:
         frames = traceback.extract_tb(exc.__traceback__)
         frames = [f for f in frames if "importlib" not in f.filename and not f.filename.endswith(
-            ("executor.py", "wire.py"))]
+            ("executor.py", "wire.py", "guards.py", "contextlib.py"))]  # where the student's code failed
         return {
             "type": type(exc).__name__,
             "builtin": type(exc).__module__ == "builtins",
