@@ -30,9 +30,16 @@ class BannedCall(RuntimeError):
     """The implementation called a library routine this exercise asks you to write yourself."""
 
 
-def _short_name(func: Any) -> str:
-    name = resolve_name(func) or getattr(func, "__name__", "")
-    return name.rsplit(".", 1)[-1].strip("_")
+def _names(func: Any) -> dict[str, str]:
+    """Short name -> full name of a torch routine, by both of its names: ``resolve_name`` alone
+    misses aliases (it calls ``torch.mm`` ``torch.spmm``), ``__name__`` alone loses the namespace."""
+    full = resolve_name(func) or ""
+    namespace = full.rsplit(".", 1)[0] if "." in full else "torch"
+    names = {full.rsplit(".", 1)[-1].strip("_"): full} if full else {}
+    own = getattr(func, "__name__", "")
+    if own:
+        names.setdefault(own.strip("_"), f"{namespace}.{own}")
+    return names
 
 
 class _BanMode(TorchFunctionMode):
@@ -41,9 +48,9 @@ class _BanMode(TorchFunctionMode):
         self.banned, self.where, self.on_ban = banned, where, on_ban
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = _short_name(func)
-        if name in self.banned:
-            routine = resolve_name(func) or name
+        hits = [full for short, full in _names(func).items() if short in self.banned]
+        if hits:
+            routine = hits[0]
             if self.on_ban is not None:
                 self.on_ban(routine)  # before raising: noted even if the code catches the error
             raise BannedCall(

@@ -13,13 +13,14 @@ TORCH_ONLY_ADD = "import torch\n\n\ndef vector_add(x, y):\n    return x + y\n"
 
 
 def grade(tmp_path: Path, name: str, files: dict[str, str], exercise_ids: list[str]) -> dict:
-    """Grade a submission made of ``files`` (path -> source) in isolation; one record per exercise."""
+    """Grade a submission made of ``files`` (path -> source) in isolation; the record's entry of each
+    exercise by id, and its flags under "flags"."""
     for rel, text in files.items():
         (tmp_path / name / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name / rel).write_text(text)
     record = run_tests(COURSE, TestRun(target=str(tmp_path / name), exercises=COURSE.select(exercises=exercise_ids),
                                        hidden=True, isolated=True, seed=0, mode="grade"))
-    return {ex["id"]: ex for ex in record["exercises"]}
+    return {**{ex["id"]: ex for ex in record["exercises"]}, "flags": record["flags"]}
 
 
 def source(tree: str, module: str) -> str:
@@ -45,3 +46,6 @@ def test_isolated_grading_runs_multi_rank_exercises_in_the_cage(tmp_path):
     for ex in ids:
         assert solved[ex]["failed"] == 0 and solved[ex]["points"] == solved[ex]["max_points"]
         assert stubs[ex]["passed"] == 0 and stubs[ex]["status"] == "not implemented"
+    kinds = {f["kind"] for f in solved["flags"]}
+    assert "harness-import" not in kinds, solved["flags"]  # the executor's own imports are no flag
+    assert "backend" in kinds  # the record says the ranks ran on the simulated group

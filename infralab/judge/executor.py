@@ -75,7 +75,7 @@ def main() -> int:
     import torch.testing
 
     import wire
-    from infralab import guards  # before the audit hook: the harness importing itself is no flag
+    from infralab import distributed, guards  # noqa: F401 - before the audit hook: the harness importing itself is no flag
 
     torch.set_num_threads(int(config.get("threads", 1)))
     originals = {
