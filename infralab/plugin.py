@@ -109,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for ex in part.exercises:
             config.addinivalue_line("markers", f"{ex.name}: tests of {ex.id}")
     _configure_threads()
-    _configure_triton()
+    _configure_triton(config)
     _configure_hypothesis(config)
     if config.getoption("infralab_isolated") and not config.getoption("infralab_soundness") \
             and not hasattr(config, "workerinput"):
@@ -131,13 +131,35 @@ def _configure_threads() -> None:
         torch.set_num_threads(1)
 
 
-def _configure_triton() -> None:
-    """Without a GPU, Triton kernels run under the interpreter (must be set before triton loads)."""
-    if "TRITON_INTERPRET" in os.environ:
-        return
-    import torch
-    if not torch.cuda.is_available():
+def _configure_triton(config: pytest.Config) -> None:
+    """Without a GPU, Triton kernels run under the interpreter (must be set before triton loads).
+    The isolated judge always uses the interpreter: tensors cross the cage on the CPU."""
+    if config.getoption("infralab_isolated"):
         os.environ["TRITON_INTERPRET"] = "1"
+    elif "TRITON_INTERPRET" not in os.environ:
+        import torch
+        if not torch.cuda.is_available():
+            os.environ["TRITON_INTERPRET"] = "1"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        problem = interpreter_version_problem()
+        if problem:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
+
+
+def interpreter_version_problem() -> str | None:
+    """Why the Triton interpreter will fail in this environment, or None (see GOTCHAS: triton 3.6's
+    interpreter breaks on numpy >= 2.3 inside loops)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        triton, numpy = version("triton"), version("numpy")
+    except PackageNotFoundError:
+        return None
+    major_minor = lambda v: tuple(int(x) for x in v.split(".")[:2])  # noqa: E731
+    if major_minor(triton) == (3, 6) and major_minor(numpy) >= (2, 3):
+        return (f"TRITON_INTERPRET=1 with triton {triton} and numpy {numpy}: the interpreter fails inside kernel "
+                f"loops ('only 0-dimensional arrays can be converted to Python scalars'); install numpy<2.3 "
+                f"(pip install 'numpy<2.3', as the kit's triton extra pins)")
+    return None
 
 
 def _configure_hypothesis(config: pytest.Config) -> None:
@@ -185,11 +207,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("_infralab_target", names, ids=names)
 
 
+ISOLATED_GPU_SKIP = ("GPU tests and performance challenges do not run in the isolated judge (tensors cross the "
+                     "cage on the CPU, where Triton kernels are checked under the interpreter); on a trusted GPU "
+                     "machine run them in-process: pytest --target SUBMISSION -m gpu, or infralab bench")
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = _state(config)
     if state is None:
         return
+    isolated = config.getoption("infralab_isolated")
     for item in items:
+        gpu = item.get_closest_marker("gpu") is not None
+        if gpu and isolated:  # every gpu test, the perf challenges too: none may load student code here
+            item.add_marker(pytest.mark.skip(reason=ISOLATED_GPU_SKIP))
+        elif gpu:
+            import torch
+            if not torch.cuda.is_available():
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; this machine has none"))
         found = state.exercise_of(item.path)
         if found is None:
             continue
@@ -202,11 +237,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             ("infralab_visibility", visibility),
             ("infralab_weight", float(weight.args[0]) if weight else 1.0),
         ]
-        if item.get_closest_marker("gpu"):
-            import torch
-            if not torch.cuda.is_available():
-                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; this machine has none"))
-        elif ex.triton and os.environ.get("TRITON_INTERPRET") != "1":
+        if not gpu and ex.triton and os.environ.get("TRITON_INTERPRET") != "1":
             # CPU-tensor tests of a Triton exercise need the interpreter; with a GPU the kernels compile.
             item.add_marker(pytest.mark.skip(reason="a CPU test of a Triton kernel: runs under TRITON_INTERPRET=1 "
                                                     "(set when there is no GPU); on a GPU the gpu tests run instead"))

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(namespaces_unavailable() is not None,
                                 reason=f"the cage needs root and namespaces: {namespaces_unavailable()}")
 
 PROBE = '''
-import os, resource, socket, time
+import getpass, os, resource, socket, time
 
 import torch
 
@@ -55,6 +55,7 @@ def facts(port, course_root, out_dir):
     with open(os.path.join(os.environ["HOME"], "scratch"), "w") as fh:
         fh.write("x")
     f["env"] = sorted(os.environ)
+    f["user"] = getpass.getuser()  # torch and triton name their cache folders by it
     return f
 
 
@@ -136,6 +137,7 @@ def test_limits_hold_for_harmless_code(probe):
     assert f["ppid"] == 0 and f["pids"] == [1], "the executor must have a PID namespace of its own"
     assert f["write_code"] == "PermissionError", "the copied code tree must be read-only"
     assert "INFRALAB_JUDGE" not in f["env"] and "PYTHONPATH" not in f["env"]
+    assert f["user"] == "student", "the uid has no passwd entry: getpass.getuser() must not reach getpwuid"
     assert not list((root / "out").iterdir())
 
 

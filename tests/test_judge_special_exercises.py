@@ -35,6 +35,9 @@ def test_isolated_grading_requires_a_triton_kernel(tmp_path):
     assert good["failed"] == 0 and good["passed"] > 0
     assert bad["passed"] == 0
     assert any("NoKernelLaunched" in t["message"] for t in bad["tests"])
+    gpu = [t for t in good["tests"] if "on_gpu" in t["name"]]  # never run in the judge's process, even on a GPU
+    assert gpu, good["tests"]
+    assert all(t["outcome"] == "skipped" and "isolated judge" in t["message"] for t in gpu), gpu
 
 
 @pytest.mark.timeout(600)

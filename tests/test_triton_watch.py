@@ -55,3 +55,14 @@ def test_the_guard_restores_torch_settings():
     before = settings()
     guarded(_copy, (), "copy", triton=True)(torch.randn(10))
     assert settings() == before
+
+
+def test_an_interpreter_that_will_fail_is_named_before_the_run(monkeypatch):
+    import importlib.metadata as md
+
+    from infralab.plugin import interpreter_version_problem
+    versions = {"triton": "3.6.0", "numpy": "2.5.2"}
+    monkeypatch.setattr(md, "version", lambda name: versions[name])
+    assert "numpy<2.3" in interpreter_version_problem()
+    versions["numpy"] = "2.2.6"
+    assert interpreter_version_problem() is None

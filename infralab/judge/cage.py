@@ -163,7 +163,10 @@ class Cage:
     def _env(self) -> dict[str, str]:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "TMPDIR": str(self.home), "LANG": "C.UTF-8",
                "OMP_NUM_THREADS": str(self.limits.threads), "MKL_NUM_THREADS": str(self.limits.threads),
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+               # the executor's uid has no passwd entry: getpass.getuser() (torch's and triton's
+               # cache folders) would raise KeyError without these
+               "USER": "student", "LOGNAME": "student"}
         if "TRITON_INTERPRET" in os.environ:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
         return env
