@@ -22,6 +22,21 @@ from collections.abc import Callable
 from typing import Any
 
 
+def function_in(fn: types.FunctionType, namespace: dict[str, Any]) -> types.FunctionType:
+    """A copy of ``fn`` that looks its global names up in ``namespace``."""
+    copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__annotations__ = dict(fn.__annotations__)
+    copy.__doc__ = fn.__doc__
+    copy.__module__ = fn.__module__
+    return copy
+
+
+def with_globals(fn: types.FunctionType, **replacements: Any) -> types.FunctionType:
+    """A copy of ``fn`` that looks its global names up in its module's namespace plus ``replacements``."""
+    return function_in(fn, {**fn.__globals__, **replacements})
+
+
 def rebind(module: types.ModuleType, **replacements: Any) -> Callable[..., tuple[Any, ...]]:
     """A getter for ``module``'s functions re-bound to its namespace with ``replacements`` applied."""
     namespace = dict(vars(module))
@@ -29,11 +44,7 @@ def rebind(module: types.ModuleType, **replacements: Any) -> Callable[..., tuple
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__ == module.__name__ \
                 and name not in replacements:
-            copy = types.FunctionType(value.__code__, namespace, value.__name__, value.__defaults__,
-                                      value.__closure__)
-            copy.__kwdefaults__ = value.__kwdefaults__
-            copy.__doc__ = value.__doc__
-            namespace[name] = copy
+            namespace[name] = function_in(value, namespace)  # one namespace: copies call each other
 
     def get(*names: str) -> tuple[Any, ...]:
         return tuple(namespace[n] for n in names)

@@ -154,8 +154,8 @@ def interpreter_version_problem() -> str | None:
         triton, numpy = version("triton"), version("numpy")
     except PackageNotFoundError:
         return None
-    major_minor = lambda v: tuple(int(x) for x in v.split(".")[:2])  # noqa: E731
-    if major_minor(triton) == (3, 6) and major_minor(numpy) >= (2, 3):
+    triton_mm, numpy_mm = (tuple(int(x) for x in v.split(".")[:2]) for v in (triton, numpy))
+    if triton_mm == (3, 6) and numpy_mm >= (2, 3):
         return (f"TRITON_INTERPRET=1 with triton {triton} and numpy {numpy}: the interpreter fails inside kernel "
                 f"loops ('only 0-dimensional arrays can be converted to Python scalars'); install numpy<2.3 "
                 f"(pip install 'numpy<2.3', as the kit's triton extra pins)")

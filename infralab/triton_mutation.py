@@ -20,20 +20,11 @@ An ``@triton.autotune`` wrapper is kept (same configs and key). The reference is
 """
 from __future__ import annotations
 
-import types
 from typing import Any
 
+from infralab.mutation import with_globals
 
-def with_globals(fn: types.FunctionType, **replacements: Any) -> types.FunctionType:
-    """A copy of ``fn`` that looks its global names up in its module's namespace plus ``replacements``."""
-    namespace = dict(fn.__globals__)
-    namespace.update(replacements)
-    copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    copy.__annotations__ = dict(fn.__annotations__)
-    copy.__doc__ = fn.__doc__
-    copy.__module__ = fn.__module__
-    return copy
+__all__ = ["rebind_kernel", "with_globals"]
 
 
 def rebind_kernel(kernel: Any, **replacements: Any) -> Any:
