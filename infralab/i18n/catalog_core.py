@@ -1,0 +1,12 @@
+"""Messages of the kit's core: language choice and generic errors. Keys: ``core.*``."""
+
+MESSAGES = {
+    "core.unknown_language": (
+        "unknown language {lang!r}: expected en or zh",
+        "未知语言 {lang!r}：应为 en 或 zh",
+    ),
+    "core.looks_like": (
+        "This looks like: {diagnosis}",
+        "看起来像：{diagnosis}",
+    ),
+}
