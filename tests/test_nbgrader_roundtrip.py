@@ -34,10 +34,8 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def _nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic
-    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course_dir, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{(proc.stdout + proc.stderr)[-3000:]}"
+    proc = run_nbgrader(course_dir, *args, capture=True)
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}"
     return proc
 
 

@@ -266,11 +266,12 @@ def run_test(func: Callable, session: _Session | None = None, points: float | No
     partial = None
     line = f"PASSED {name} ({time.perf_counter() - t0:.2f} s)"
     if failures:
+        from infralab.i18n import tr
         from infralab.record import split_points, total_points
         shares = split_points(points, [1.0] * len(passed))
         partial = total_points([s for s, ok in zip(shares, passed) if ok])
-        line = (f"PARTIAL {name}: {sum(passed)} of {len(passed)} cases passed, {partial:g} of {points:g} points\n"
-                + "\n".join("FAILED " + f for f in failures))
+        line = (tr("routes.partial", name=name, passed=sum(passed), cases=len(passed), won=f"{partial:g}",
+                   points=f"{points:g}") + "\n" + "\n".join("FAILED " + f for f in failures))
     kinds = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0][:120]}" for w in caught})
     if kinds:
         line += f"\n  {len(caught)} warning(s), not counted against you: " + "; ".join(kinds[:3])
