@@ -211,3 +211,21 @@ def test_runner_rejects_unknown_fixtures(session):
         pass
     with pytest.raises(notebook.TestFailed, match="monkeypatch"):
         notebook.run_test(test_needs_monkeypatch, session)
+
+
+def test_the_next_step_export_prints_runs_as_printed_without_the_venv_on_path(tmp_path, capsys, monkeypatch):
+    import os
+    import subprocess
+
+    from infralab.cli import main
+    monkeypatch.chdir(ROOT)
+    assert main(["nbgrader", "export", "--out", str(tmp_path / "course"), "--exercise", "rmsnorm"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("next: ")]
+    assert len(printed) == 1
+    venv_bin = str(Path(sys.executable).parent)
+    clean_path = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)} | {"PATH": clean_path}
+    proc = subprocess.run(printed[0][len("next: "):], shell=True, cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (tmp_path / "course" / "release" / "part01_transformer" / "rmsnorm.ipynb").is_file()
