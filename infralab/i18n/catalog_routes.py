@@ -18,3 +18,30 @@ MESSAGES = {
         "部分通过 {name}：{cases} 个用例中通过 {passed} 个，得 {won} / {points} 分",
     ),
 }
+MESSAGES.update({
+    "routes.bundle_out_is_dir": (
+        "--out {path} is a folder: give the zip file to write, e.g. autograder.zip",
+        "--out {path} 是一个文件夹：请给出要写入的 zip 文件，例如 autograder.zip",
+    ),
+    "routes.bundle_needs_out": (
+        "--out is required: the autograder zip to write, e.g. --out autograder.zip",
+        "缺少 --out：要写入的评分包 zip，例如 --out autograder.zip",
+    ),
+    "routes.bundle_no_exercise": (
+        "no exercise matches --part/--exercise",
+        "没有与 --part/--exercise 匹配的练习",
+    ),
+    "routes.bundle_written": (
+        "autograder bundle: {path} ({files} files; {exercises} exercise(s), {points} points). "
+        "Upload it as the assignment's autograder on Gradescope.",
+        "评分包：{path}（{files} 个文件；{exercises} 个练习，共 {points} 分）。请在 Gradescope 上把它作为作业的自动评分器上传。",
+    ),
+    "routes.bundle_no_submission": (
+        "expected one submission in /autograder/submission, found {found}",
+        "/autograder/submission 中应有一份提交，实际找到 {found} 份",
+    ),
+    "routes.bundle_failed": (
+        "The autograder could not grade this submission: {error}",
+        "评分器无法评这份提交：{error}",
+    ),
+})
