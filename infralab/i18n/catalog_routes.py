@@ -45,3 +45,10 @@ MESSAGES.update({
         "评分器无法评这份提交：{error}",
     ),
 })
+MESSAGES.update({
+    "routes.no_hidden_tests": (
+        "the hidden tests are not in this tree ({root}; missing for {exercises}): grading needs the "
+        "instructor's copy of the course, not a student release",
+        "此目录（{root}）中没有隐藏测试（缺少：{exercises}）：评分需要教师版课程，而不是学生版",
+    ),
+})
