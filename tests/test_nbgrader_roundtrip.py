@@ -8,7 +8,6 @@ part01_transformer.rmsnorm so that ``make test`` stays quick.
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from infralab.course import load_course  # noqa: E402
 from infralab.nbgrader.export import export_course  # noqa: E402
 from infralab.nbgrader.extract import fill_answer, reference_answer  # noqa: E402
 from infralab.nbgrader.testsource import read_test_file  # noqa: E402
+from infralab.nbgrader.tool import run_nbgrader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = load_course(ROOT)
