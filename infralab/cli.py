@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("infralab.release", "write the student version of the course (no solutions, no hidden tests)"),
     "bench": ("infralab.perf.bench", "run an exercise's GPU performance challenge against your card's profile"),
     "profile": ("infralab.perf.profile_cmd", "hardware profiles: show, detect this GPU, calibrate a new card"),
+    "gradescope": ("infralab.gradescope", "build the Gradescope autograder zip (setup.sh, run_autograder, hidden tests)"),
     "nbgrader": ("infralab.nbgrader.cli", "export the course as nbgrader notebooks; grade submitted notebooks securely"),
 }
 

@@ -167,7 +167,8 @@ _EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutan
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
-def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bool = False) -> Exercise:
+def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bool = False,
+              solutions: bool = True) -> Exercise:
     r.mapping(_EXERCISE_KEYS, {"id", "title", "public", "points", "textbook"})
     name = r.get("id").ident()
     public = tuple(p.str() for p in r.get("public", []).list())
@@ -193,7 +194,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
         banned=tuple(b.ident() for b in r.get("banned", []).list()),
         triton=r.get("triton", False).bool(),
     )
-    for tree in ("exercises",) if release else ("exercises", "solutions"):  # a student release has no solutions
+    for tree in ("exercises",) if release or not solutions else ("exercises", "solutions"):  # releases, bundles: none
         if not (root / tree / ex.module_path).is_file():
             raise r.get("id").error(f"a module file at {tree}/{ex.module_path}", name)
     for key, path in (("tests.visible", visible),) + ((("tests.hidden", hidden),) if not release else ()):
@@ -227,8 +228,9 @@ def load_course(root: Path | str | None = None) -> Course:
     except yaml.YAMLError as e:
         raise CourseError(file, "", "valid YAML", str(e).splitlines()[0]) from None
     r = _Reader(file, data)
-    r.mapping({"course", "parts", "profiles_dir", "release"}, {"course", "parts"})
+    r.mapping({"course", "parts", "profiles_dir", "release", "solutions"}, {"course", "parts"})
     release = r.get("release", False).data is True  # written by `infralab release`
+    solutions = r.get("solutions", True).data is not False  # false in a Gradescope bundle (infralab gradescope)
     head = r.get("course")
     head.mapping({"id", "title"}, {"id", "title"})
     profiles_dir = Path(r.get("profiles_dir", "hardware_profiles").str())
@@ -244,7 +246,7 @@ def load_course(root: Path | str | None = None) -> Course:
         seen_parts.add(pid)
         exs = []
         for er in pr.get("exercises").list():
-            ex = _exercise(root, pid, er, profiles, release)
+            ex = _exercise(root, pid, er, profiles, release, solutions)
             if ex.id in seen_ex:
                 raise er.get("id").error("an exercise id used once in its part", ex.name)
             seen_ex.add(ex.id)

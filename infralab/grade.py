@@ -33,6 +33,7 @@ from infralab.errors import InfralabError
 from infralab.judge.cage import CageLimits
 from infralab.judge.intake import Submission, discover, stage
 from infralab.record import build_record, write_record
+from infralab.release import require_hidden_tests
 from infralab.runner import TestRun, run_tests
 
 VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
@@ -240,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = course.select(args.part or None, args.exercise or None)
     if not chosen:
         raise InfralabError("no exercise matches --part/--exercise")
+    require_hidden_tests(course, chosen)  # a student release: refuse, never grade on visible tests
     try:
         submissions = discover(args.submissions)
     except FileNotFoundError as e:

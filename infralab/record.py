@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ class TestResult:
     diagnosis: str | None = None
     seed: int | None = None
     target: str | None = None
+    points: float = 0.0  # what this test won (see score_tests)
+    max_points: float = 0.0  # what it could win: 0 for a skipped or an ungraded (visible) test
 
 
 @dataclass
@@ -86,6 +90,71 @@ def environment() -> dict[str, Any]:
     return env
 
 
+# -- the score: defined once, every route (grade, Gradescope, nbgrader) reads it from the record --
+PLACES = 4  # points are multiples of 10**-PLACES
+
+
+def split_points(total: float, weights: Sequence[float], places: int = PLACES) -> list[float]:
+    """``total`` over ``weights`` in multiples of ``10**-places`` that sum exactly to ``total``.
+
+    Largest remainder: each share is the exact share rounded down, and the units left over go,
+    one each, to the largest remainders (the earlier one first on a tie). The one rounding
+    function of the kit's points.
+    """
+    if not weights:
+        return []
+    scale = 10 ** places
+    units = round(Fraction(str(total)) * scale)
+    whole = sum(Fraction(str(w)) for w in weights)
+    if whole <= 0:
+        raise ValueError(f"weights must sum to a positive number, got {list(weights)}")
+    exact = [units * Fraction(str(w)) / whole for w in weights]
+    shares = [int(e) for e in exact]  # floor: every weight is >= 0
+    for i in sorted(range(len(exact)), key=lambda i: (-(exact[i] - shares[i]), i))[:units - sum(shares)]:
+        shares[i] += 1
+    return [s / scale for s in shares]
+
+
+def function_name(name: str) -> str:
+    """The test function a result belongs to: ``test_x[case-1]`` -> ``test_x``."""
+    return name.split("[", 1)[0]
+
+
+def _field(t: object, key: str):
+    return t[key] if isinstance(t, dict) else getattr(t, key)
+
+
+def score_tests(max_points: float, tests: Sequence[TestResult | dict]) -> list[tuple[float, float]]:
+    """(points possible, points won) of each test of one exercise: the score's one definition.
+
+    - The graded tests are the hidden ones; a run without hidden tests (a student's check) grades
+      its visible tests instead, as a progress estimate.
+    - The exercise's points (course.yml) are split over its graded test *functions* by
+      ``@pytest.mark.weight``; a parametrized function's share is split equally over its cases.
+    - A skipped test (a GPU test on a CPU machine) counts neither for nor against: the points go
+      to the tests that ran. Every split is :func:`split_points` (exact sums).
+    - A test won its possible points if it passed, else 0.
+    """
+    graded = "hidden" if any(_field(t, "visibility") == "hidden" for t in tests) else "visible"
+    functions: dict[str, list[int]] = {}
+    for i, t in enumerate(tests):
+        if _field(t, "visibility") == graded and _field(t, "outcome") != "skipped":
+            functions.setdefault(function_name(_field(t, "name")), []).append(i)
+    possible = [0.0] * len(tests)
+    if functions:
+        names = list(functions)
+        shares = split_points(max_points, [float(_field(tests[functions[n][0]], "weight")) for n in names])
+        for name, share in zip(names, shares):
+            for i, case in zip(functions[name], split_points(share, [1.0] * len(functions[name]))):
+                possible[i] = case
+    return [(p, p if _field(t, "outcome") == "passed" else 0.0) for p, t in zip(possible, tests)]
+
+
+def total_points(values: Sequence[float]) -> float:
+    """A sum of point values (multiples of 10**-PLACES) without float drift."""
+    return round(sum(values), PLACES)
+
+
 def _status(ex: ExerciseResult) -> str:
     if ex.total == 0:
         return "not run"
@@ -97,10 +166,7 @@ def _status(ex: ExerciseResult) -> str:
 
 
 def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] | None = None) -> list[ExerciseResult]:
-    """Per-exercise totals and points: partial credit is the weighted share of tests passed.
-
-    Skipped tests (a GPU test on a CPU machine, say) count neither for nor against.
-    """
+    """Per-exercise totals and points (:func:`score_tests`); each test gets its own points too."""
     by_id = {ex.id: ExerciseResult(id=ex.id, part=ex.part, name=ex.name, max_points=ex.points)
              for ex in course.exercises if exercise_ids is None or ex.id in exercise_ids}
     for t in tests:
@@ -119,9 +185,9 @@ def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] |
             if not r.first_failure:
                 r.first_failure = f"{t.name}: {t.message}"
     for r in by_id.values():
-        weights = [t.weight for t in r.tests if t.outcome != "skipped"]
-        won = [t.weight for t in r.tests if t.outcome == "passed"]
-        r.points = round(r.max_points * sum(won) / sum(weights), 4) if weights else 0.0
+        for t, (possible, won) in zip(r.tests, score_tests(r.max_points, r.tests)):
+            t.max_points, t.points = possible, won
+        r.points = total_points([t.points for t in r.tests])
         r.status = _status(r)
     return list(by_id.values())
 
@@ -139,8 +205,8 @@ def build_record(course: Course, target: str, mode: str, tests: list[TestResult]
         "started": started,
         "duration_s": round(duration_s, 3),
         "environment": environment(),
-        "points": round(sum(e.points for e in exercises), 4),
-        "max_points": round(sum(e.max_points for e in exercises if e.total), 4),
+        "points": total_points([e.points for e in exercises]),
+        "max_points": total_points([e.max_points for e in exercises if e.total]),
         "exercises": [asdict(e) for e in exercises],
         "perf": perf or [],
         "flags": flags or [],

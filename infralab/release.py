@@ -23,12 +23,29 @@ import yaml
 
 from infralab.course import Course, load_course
 from infralab.errors import InfralabError
+from infralab.i18n import tr
 
-TOP_FILES = ("pyproject.toml", "README.md", "Makefile", "LICENSE", ".gitignore")
+TOP_FILES = ("pyproject.toml", "LICENSE", ".gitignore")  # README.md and Makefile: the student's own (templates/)
 TOP_DIRS = ("exercises", "infralab", "hardware_profiles", "docs")
 NOT_SHIPPED_DOCS = ("authoring.md", "grading.md")  # instructor documentation
 SECRET_DIRS = ("solutions", "graders", "fixtures")
 MARKER = ".infralab-release"
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def require_hidden_tests(course: Course, exercises) -> None:
+    """Refuse to grade where the hidden tests are absent (a student release): never grade on visible tests."""
+    missing = [ex.id for ex in exercises if not (course.root / ex.hidden_tests).is_file()]
+    if missing:
+        raise InfralabError(tr("routes.no_hidden_tests", root=course.root, exercises=", ".join(missing[:3])
+                               + (" ..." if len(missing) > 3 else "")))
+
+
+def student_readme(course: Course, shipped_docs: list[str]) -> str:
+    exercises = "\n".join(f"- `{ex.id}` ({ex.points:g}): {ex.title.en} · {ex.title.zh}" for ex in course.exercises)
+    docs = "\n".join(f"- [docs/{name}](docs/{name})" for name in shipped_docs) or "-"
+    return (TEMPLATES / "release_README.md").read_text(encoding="utf-8").format(
+        title_en=course.title.en, title_zh=course.title.zh, exercises=exercises, docs=docs)
 
 
 @dataclass
@@ -78,6 +95,9 @@ def write_release(course: Course, out: Path) -> int:
         if (course.root / name).is_dir():
             shutil.copytree(course.root / name, out / name, ignore=_ignore, symlinks=False)
     _release_course_yml(course, out / "course.yml")
+    shutil.copyfile(TEMPLATES / "release_Makefile", out / "Makefile")
+    shipped = sorted(p.name for p in (out / "docs").glob("*.md")) if (out / "docs").is_dir() else []
+    (out / "README.md").write_text(student_readme(course, shipped), encoding="utf-8")
     (out / MARKER).write_text("written by infralab release\n")
     return sum(1 for p in out.rglob("*") if p.is_file())
 

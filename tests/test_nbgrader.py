@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import sys
 import warnings
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ pytest.importorskip("nbgrader")
 
 from infralab.course import load_course  # noqa: E402
 from infralab.nbgrader import notebook  # noqa: E402
-from infralab.nbgrader.export import exercise_notebook, export_course, split_points  # noqa: E402
+from infralab.nbgrader.export import exercise_notebook, export_course  # noqa: E402
 from infralab.nbgrader.extract import answer_source, fill_answer, is_answer_cell  # noqa: E402
 from infralab.nbgrader.gradebook import cell_verdicts, grade_id  # noqa: E402
 from infralab.nbgrader.source import BEGIN, END, answer_cell, strip_solution_markers  # noqa: E402
@@ -84,13 +85,6 @@ def test_helpers_the_stub_lacks_go_in_a_region_that_fails_softly():
         student["f"](1.0)
 
 
-def test_split_points_sums_exactly_and_follows_the_weights():
-    shares = split_points(5, [1, 1, 1, 2, 2, 1, 1, 1, 1, 2])
-    assert sum(shares) == pytest.approx(5, abs=1e-9)
-    assert shares[3] == pytest.approx(2 * shares[0], abs=2e-3)
-    assert split_points(3, []) == []
-
-
 def test_test_files_split_into_preamble_and_weighted_tests():
     ex = COURSE.exercise("part01_transformer.rmsnorm")
     hidden = read_test_file(ROOT / ex.hidden_tests)
@@ -107,13 +101,14 @@ def test_notebook_points_add_up_to_course_yml_and_hidden_tests_are_marked():
     ex = COURSE.exercise("part01_transformer.rmsnorm")
     nb, points, n_tests = exercise_notebook(COURSE, ex)
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    assert len(graded) == n_tests == len(read_test_file(ROOT / ex.visible_tests).tests) + \
-        len(read_test_file(ROOT / ex.hidden_tests).tests)
-    assert sum(c.metadata["nbgrader"]["points"] for c in graded) == pytest.approx(ex.points, abs=1e-9)
-    hidden = [c for c in graded if "_h_" in c.metadata["nbgrader"]["grade_id"]]
-    assert hidden and all("### BEGIN HIDDEN TESTS" in c.source and "### END HIDDEN TESTS" in c.source
-                          for c in hidden)
-    assert all(c.source.startswith("%%infralab_test ") for c in graded)
+    hidden_tests = read_test_file(ROOT / ex.hidden_tests).tests
+    assert n_tests == len(read_test_file(ROOT / ex.visible_tests).tests) + len(hidden_tests)
+    assert len(graded) == len(hidden_tests)  # visible tests carry no points
+    assert sum(Decimal(str(c.metadata["nbgrader"]["points"])) for c in graded) == Decimal(str(ex.points))
+    assert all("_h_" in c.metadata["nbgrader"]["grade_id"] and "### BEGIN HIDDEN TESTS" in c.source
+               and "### END HIDDEN TESTS" in c.source for c in graded)
+    for c in graded:  # the magic line carries the cell's points (nbgrader partial credit)
+        assert c.source.splitlines()[0] == f"%%infralab_test hidden {c.metadata['nbgrader']['points']:g}"
     ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
     assert len(ids) == len(set(ids))
 
@@ -140,20 +135,19 @@ def test_answer_extraction_comments_out_ipython_lines_and_fill_replaces_the_answ
     assert sum(is_answer_cell(c) for c in nb.cells) == 1
 
 
-def test_cell_verdicts_split_points_by_weight_and_fail_closed():
-    record = {"tests": [
+def test_cell_verdicts_are_the_records_points_and_fail_closed():
+    record = {"max_points": 3.0, "tests": [
         {"name": "test_a", "visibility": "hidden", "outcome": "passed", "weight": 1.0, "message": ""},
         {"name": "test_b[1]", "visibility": "hidden", "outcome": "passed", "weight": 1.0, "message": ""},
         {"name": "test_b[2]", "visibility": "hidden", "outcome": "failed", "weight": 1.0, "message": "wrong"},
         {"name": "test_gpu", "visibility": "visible", "outcome": "skipped", "weight": 1.0, "message": "no GPU"},
     ]}
-    cells = {grade_id("ex", "hidden", "test_a"): 1.0, grade_id("ex", "hidden", "test_b"): 2.0,
-             grade_id("ex", "visible", "test_gpu"): 0.5, grade_id("ex", "hidden", "test_missing"): 1.0}
+    cells = {grade_id("ex", "hidden", "test_a"): 1.5, grade_id("ex", "hidden", "test_b"): 1.5,
+             grade_id("ex", "hidden", "test_missing"): 1.0}
     v = cell_verdicts(record, "ex", cells)
-    assert v["ex_h_test_a"].score == 1.0 and v["ex_h_test_a"].passed
-    assert v["ex_h_test_b"].score == 1.0 and not v["ex_h_test_b"].passed and "wrong" in v["ex_h_test_b"].message
-    assert v["ex_v_test_gpu"].score == 0.5
-    assert v["ex_h_test_missing"].score == 0.0
+    assert v["ex_h_test_a"].score == 1.5 and v["ex_h_test_a"].passed
+    assert v["ex_h_test_b"].score == 0.75 and not v["ex_h_test_b"].passed and "wrong" in v["ex_h_test_b"].message
+    assert v["ex_h_test_missing"].score == 0.0 and not v["ex_h_test_missing"].passed
 
 
 # --- the kernel-side runner, called directly -------------------------------------------------
@@ -169,7 +163,7 @@ def test_runner_keeps_warnings_and_stderr_off_stderr(session, capfd):
         print("to python stderr", file=sys.stderr)
         import os
         os.write(2, b"to fd 2\n")
-    line = notebook.run_test(test_noisy, session)
+    line = notebook.run_test(test_noisy, session).summary
     out, err = capfd.readouterr()
     assert err == ""
     assert "to fd 2" in out and "to python stderr" in out
@@ -207,6 +201,9 @@ def test_runner_expands_parametrize_and_gives_fresh_generators(session):
         assert n == 1, "n must be 1"
     with pytest.raises(notebook.TestFailed, match=r"test_second_fails\[n=2\]"):
         notebook.run_test(test_second_fails, session)
+    # worth points (a graded cell): the passed cases' share, split as the record splits it
+    partial = notebook.run_test(test_second_fails, session, points=1.0)
+    assert partial.partial == 0.5 and "test_second_fails[n=2]" in partial.summary
 
 
 def test_runner_rejects_unknown_fixtures(session):
@@ -214,3 +211,21 @@ def test_runner_rejects_unknown_fixtures(session):
         pass
     with pytest.raises(notebook.TestFailed, match="monkeypatch"):
         notebook.run_test(test_needs_monkeypatch, session)
+
+
+def test_the_next_step_export_prints_runs_as_printed_without_the_venv_on_path(tmp_path, capsys, monkeypatch):
+    import os
+    import subprocess
+
+    from infralab.cli import main
+    monkeypatch.chdir(ROOT)
+    assert main(["nbgrader", "export", "--out", str(tmp_path / "course"), "--exercise", "rmsnorm"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("next: ")]
+    assert len(printed) == 1
+    venv_bin = str(Path(sys.executable).parent)
+    clean_path = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)} | {"PATH": clean_path}
+    proc = subprocess.run(printed[0][len("next: "):], shell=True, cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (tmp_path / "course" / "release" / "part01_transformer" / "rmsnorm.ipynb").is_file()

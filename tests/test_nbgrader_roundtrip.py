@@ -8,7 +8,6 @@ part01_transformer.rmsnorm so that ``make test`` stays quick.
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from infralab.course import load_course  # noqa: E402
 from infralab.nbgrader.export import export_course  # noqa: E402
 from infralab.nbgrader.extract import fill_answer, reference_answer  # noqa: E402
 from infralab.nbgrader.testsource import read_test_file  # noqa: E402
+from infralab.nbgrader.tool import run_nbgrader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = load_course(ROOT)
@@ -34,10 +34,8 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def _nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic
-    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course_dir, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{(proc.stdout + proc.stderr)[-3000:]}"
+    proc = run_nbgrader(course_dir, *args, capture=True)
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}"
     return proc
 
 

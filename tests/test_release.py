@@ -50,3 +50,43 @@ def test_release_refuses_to_overwrite_a_folder_it_did_not_write(course, tmp_path
     with pytest.raises(InfralabError, match="not an earlier release"):
         write_release(course, tmp_path / "precious")
     assert (tmp_path / "precious/data.txt").read_text() == "keep me"
+
+
+def _readme_commands(readme: str) -> list[str]:
+    """The commands of the README's first code block (comments stripped)."""
+    block = readme.split("```", 2)[1]
+    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
+
+
+def test_release_readme_commands_work_there_and_grade_refuses(course, tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copyfile(root / "pyproject.toml", course.root / "pyproject.toml")
+    out = tmp_path / "release"
+    write_release(course, out)
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "solutions/" not in readme and "graders/" not in readme and "评分" in readme
+    for link in [part.split(")")[0] for part in readme.split("](")[1:]]:
+        assert (out / link).exists(), f"the README links {link}, which is not shipped"
+    commands = _readme_commands(readme)
+    assert commands == ["make test", "make check"]
+    venv = Path(sys.executable).parent.parent  # the kit's environment stands in for the student's .venv
+    if not (venv / ".installed").is_file():
+        pytest.skip("the environment has no make stamp (.installed) to stand in for the student's set-up")
+    os.utime(out / "pyproject.toml", (0, 0))  # older than the stamp: make does not reinstall
+    env = dict(os.environ, VENV=str(venv), PYTHONPATH=str(root))
+    ran = {}
+    for command in commands:
+        proc = subprocess.run(command, shell=True, cwd=out, env=env, capture_output=True, text=True, timeout=300)
+        ran[command] = proc.stdout + proc.stderr
+    assert "3 failed" in ran["make test"] and "NotImplementedError" in ran["make test"]  # the stubs' visible tests
+    assert "rmsnorm" in ran["make check"] and "Traceback" not in ran["make check"]
+    proc = subprocess.run([sys.executable, "-m", "infralab.cli", "grade", str(out / "exercises"), "--out",
+                           str(tmp_path / "grades")], cwd=out, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "hidden tests are not in this tree" in proc.stderr
+    assert not (tmp_path / "grades").exists()

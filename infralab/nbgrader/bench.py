@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,16 +19,16 @@ from infralab.course import load_course
 from infralab.nbgrader.export import export_course
 from infralab.nbgrader.extract import fill_answer, reference_answer
 from infralab.nbgrader.grade import grade_submissions, judge_available
+from infralab.nbgrader.tool import run_nbgrader
 from infralab.record import environment
 
 STUDENT = "bench_student"
 
 
 def _nbgrader(course_dir: Path, *args: str) -> None:
-    bin_dir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course_dir, env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = run_nbgrader(course_dir, *args, capture=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}")
 
 
 def bench(part: str, work: Path) -> dict[str, float]:

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 from infralab.course import load_course
+from infralab.i18n import tr
+from infralab.nbgrader.tool import printed_command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,6 +26,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ck = sub.add_parser("check", help="check your notebooks' answers with the visible tests (as `infralab check`)")
     ck.add_argument("notebooks", help="a folder of notebooks (<part>/<exercise>.ipynb), e.g. notebooks/")
     ck.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
+    for action, what in (("generate", "nbgrader generate_assignment"), ("autograde", "nbgrader autograde")):
+        g = sub.add_parser(action, help=f"run `{what}` with this environment's programs on PATH (nbgrader needs alembic)")
+        g.add_argument("assignment", nargs="+", help="assignment(s): the part ids, e.g. part01_transformer")
+        g.add_argument("--course-dir", default=".", help="the nbgrader course directory (default: the current folder)")
+        g.add_argument("--student", action="append", help="with autograde: only this student (repeatable)")
     gr = sub.add_parser("grade", help="grade nbgrader's submitted notebooks with the judge; write the gradebook")
     add_grade_arguments(gr)
 
@@ -39,6 +46,8 @@ def add_grade_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.nbgrader_command in ("generate", "autograde"):  # nbgrader's own steps: no course needed
+        return _nbgrader_step(args)
     course = load_course(args.course)
     if args.nbgrader_command == "export":
         return _export(course, args)
@@ -78,8 +87,23 @@ def _export(course, args) -> int:
     for e in written:
         print(f"{e.notebook}  ({e.points:g} points, {e.tests} test cells)")
     print(f"{len(written)} notebook(s) in {time.perf_counter() - t0:.1f} s")
-    if not args.student:
-        print(f"next: cd {args.out} && nbgrader generate_assignment <part> --force")
+    if not args.student and written:
+        parts = sorted({e.assignment for e in written})
+        command = printed_command("nbgrader", "generate", *parts, "--course-dir", str(Path(args.out).resolve()))
+        print(tr("routes.nbgrader_next", command=command))
+    return 0
+
+
+def _nbgrader_step(args) -> int:
+    """``infralab nbgrader generate|autograde``: nbgrader's command, run so that it finds alembic."""
+    from infralab.nbgrader.tool import run_nbgrader
+    action = {"generate": "generate_assignment", "autograde": "autograde"}[args.nbgrader_command]
+    for assignment in args.assignment:
+        extra = [a for s in (args.student or []) for a in ("--student", s)] if action == "autograde" else []
+        proc = run_nbgrader(Path(args.course_dir), action, assignment, "--force", *extra)
+        if proc.returncode != 0:
+            print(tr("routes.nbgrader_failed", action=action, status=proc.returncode), file=sys.stderr)
+            return proc.returncode
     return 0
 
 

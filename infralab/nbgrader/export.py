@@ -5,8 +5,10 @@ definition's docstring, as markdown), a read-only setup cell, the answer cell (t
 signatures and docstrings, the solution's bodies in ``### BEGIN SOLUTION`` regions), then one
 autograded cell per test: the visible tests of ``exercises/<part>/tests/`` in plain cells and
 the hidden tests of ``graders/`` between ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``.
-Each test cell is worth the exercise's points (course.yml) times its weight's share, the
-split ``infralab grade`` uses. The test source is read from the test files at export time.
+Only the hidden test cells are graded: the exercise's points (course.yml) are split over them by
+weight with :func:`infralab.record.split_points`, the split of the record's one score
+(:func:`infralab.record.score_tests`); a cell's magic line carries its points, so a parametrized
+test whose cases pass in part gets nbgrader's partial credit. Visible test cells carry no points. The test source is read from the test files at export time.
 
 A student export (``student=True``, or no solutions/graders at hand) writes the stub as the
 answer cell and only the visible tests, without nbgrader regions: notebooks to work in.
@@ -23,6 +25,7 @@ from infralab.course import Course, Exercise
 from infralab.nbgrader.notebook import MAGIC
 from infralab.nbgrader.source import answer_cell, rst_to_markdown, specification
 from infralab.nbgrader.testsource import TestFile, read_test_file
+from infralab.record import split_points
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 ANSWER_ID = "answer"
@@ -60,16 +63,6 @@ def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked:
     return {"nbgrader": meta}
 
 
-def split_points(total: float, weights: list[float]) -> list[float]:
-    """``total`` over ``weights`` in shares rounded to 1/1000; the rounding rest goes to the last."""
-    if not weights:
-        return []
-    whole = sum(weights)
-    shares = [round(total * w / whole, 3) for w in weights]
-    shares[-1] = round(total - sum(shares[:-1]), 3)
-    return shares
-
-
 def _spec_cells(ex: Exercise, stub_text: str) -> list:
     spec = specification(stub_text)
     head = (f"# {ex.title.zh} · {ex.title.en}\n\n"
@@ -102,8 +95,14 @@ def _test_cells(ex: Exercise, tests: TestFile, visibility: str, points: list[flo
                 body = f"{tests.preamble}\n\n\n{body}"
             body = f"{HIDDEN_BEGIN}\n{body}\n{HIDDEN_END}"
         grade_id = f"{ex.name}_{'h' if hidden else 'v'}_{piece.name}"
-        meta = _meta(grade_id, grade=True, locked=True, points=pts) if instructor else {}
-        cells.append(new_code_cell(f"%%{MAGIC} {visibility}\n{body}", metadata=meta))
+        if not instructor:
+            meta = {}
+        elif hidden:  # the graded cells: the points go where the record puts them (record.score_tests)
+            meta = _meta(grade_id, grade=True, locked=True, points=pts)
+        else:  # visible tests carry no points: they are the student's check, not the grade
+            meta = _meta(grade_id, locked=True)
+        magic = f"%%{MAGIC} {visibility}" + (f" {pts:g}" if hidden and instructor else "")
+        cells.append(new_code_cell(f"{magic}\n{body}", metadata=meta))
     return cells
 
 
@@ -128,8 +127,8 @@ def exercise_notebook(course: Course, ex: Exercise, *, student: bool = False) ->
     files = [("visible", read_test_file(root / ex.visible_tests))]
     if instructor:
         files.append(("hidden", read_test_file(root / ex.hidden_tests)))
-    weights = [p.weight for _, f in files for p in f.tests]
-    points = split_points(ex.points, weights)
+    graded = files[-1][1].tests  # the hidden tests (a student export: the visible ones, as a guide)
+    points = [0.0] * (len(files[0][1].tests) if instructor else 0) + split_points(ex.points, [p.weight for p in graded])
 
     cells = _spec_cells(ex, stub_text)
     cells.append(_setup_cell(ex, instructor))
@@ -148,7 +147,7 @@ def exercise_notebook(course: Course, ex: Exercise, *, student: bool = False) ->
         "language_info": {"name": "python"},
         "infralab": {"exercise": ex.id},
     })
-    return nb, ex.points, len(weights)
+    return nb, ex.points, sum(len(f.tests) for _, f in files)
 
 
 def export_course(course: Course, out: Path, *, parts: list[str] | None = None,

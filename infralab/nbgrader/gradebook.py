@@ -1,10 +1,10 @@
 """Scores from a result record into nbgrader's gradebook, and the autograded notebook for feedback.
 
-Each autograded cell of an exported notebook runs one test function; its ``grade_id`` is
-``<exercise>_<v|h>_<test name>`` (see :func:`grade_id`). A cell's score is its points times the
-weighted share of that test's results (parametrize cases) that passed; a skipped test (a GPU
-test on a CPU machine) gets the cell's points, as the notebook run would; a test without a
-result scores 0 (fail closed). The gradebook's own grade cells are the authority on which cells
+Each autograded cell of an exported notebook runs one hidden test function; its ``grade_id`` is
+``<exercise>_<v|h>_<test name>`` (see :func:`grade_id`). A cell's score is what the record's one
+score (:func:`infralab.record.score_tests`) gives that test's results (its parametrize cases), so
+a notebook's total equals the exercise's points in ``infralab grade``; a skipped test (a GPU test
+on a CPU machine) counts neither way, as there; a test without a result scores 0 (fail closed). The gradebook's own grade cells are the authority on which cells
 exist: nothing in the submitted notebook's metadata is trusted.
 """
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_output
 
+from infralab.record import function_name, score_tests, total_points
+
 
 def grade_id(exercise_name: str, visibility: str, test_name: str) -> str:
     """The nbgrader grade cell id of a test: ``rmsnorm_h_test_rms_norm_eps_is_inside_the_square_root``."""
-    return f"{exercise_name}_{'h' if visibility == 'hidden' else 'v'}_{test_name.split('[', 1)[0]}"
+    return f"{exercise_name}_{'h' if visibility == 'hidden' else 'v'}_{function_name(test_name)}"
 
 
 @dataclass
@@ -35,35 +37,34 @@ class CellVerdict:
 def cell_verdicts(exercise_record: dict[str, Any], exercise_name: str,
                   cells: dict[str, float]) -> dict[str, CellVerdict]:
     """``cells``: grade_id -> max points (from the gradebook). Returns a verdict per cell."""
-    by_cell: dict[str, list[dict[str, Any]]] = {}
-    for t in exercise_record.get("tests", []):
-        by_cell.setdefault(grade_id(exercise_name, t["visibility"], t["name"]), []).append(t)
+    tests = exercise_record.get("tests", [])
+    scores = score_tests(exercise_record.get("max_points", 0.0), tests)
+    by_cell: dict[str, list[tuple[dict[str, Any], float]]] = {}
+    for t, (_, won) in zip(tests, scores):
+        by_cell.setdefault(grade_id(exercise_name, t["visibility"], t["name"]), []).append((t, won))
     verdicts = {}
     for gid, max_score in cells.items():
         results = by_cell.get(gid, [])
         if not results:
             verdicts[gid] = CellVerdict(gid, 0.0, max_score, False, "no result for this test (it did not run)")
             continue
-        counted = [t for t in results if t["outcome"] != "skipped"]
+        counted = [(t, won) for t, won in results if t["outcome"] != "skipped"]
         if not counted:
-            verdicts[gid] = CellVerdict(gid, max_score, max_score, True, "skipped: " + results[0].get("message", ""))
+            verdicts[gid] = CellVerdict(gid, 0.0, max_score, True, "skipped: " + results[0][0].get("message", ""))
             continue
-        won = sum(t["weight"] for t in counted if t["outcome"] == "passed")
-        share = won / sum(t["weight"] for t in counted)
-        failures = [f"{t['name']}: {t['message']}" for t in counted if t["outcome"] != "passed"]
-        verdicts[gid] = CellVerdict(gid, round(max_score * share, 4), max_score, not failures, "\n".join(failures))
+        failures = [f"{t['name']}: {t['message']}" for t, _ in counted if t["outcome"] != "passed"]
+        verdicts[gid] = CellVerdict(gid, total_points([won for _, won in counted]), max_score, not failures,
+                                    "\n".join(failures))
     return verdicts
 
 
 def write_scores(gb, assignment: str, student: str, notebook: str, verdicts: dict[str, CellVerdict]) -> float:
     """Set the auto scores of one submitted notebook's grade cells; returns the notebook's total."""
-    total = 0.0
     for gid, v in verdicts.items():
         grade = gb.find_grade(gid, notebook, assignment, student)
         grade.auto_score = v.score
-        total += v.score
     gb.db.commit()
-    return total
+    return total_points([v.score for v in verdicts.values()])
 
 
 def ensure_submission(gb, assignment: str, student: str, timestamp: _dt.datetime | None):

@@ -33,6 +33,7 @@ import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -227,30 +228,57 @@ def _failure_message(name: str, exc: BaseException) -> str:
     return f"{name}: {type(exc).__name__}: {exc}" + (f"\n{where}" if where else "")
 
 
-def run_test(func: Callable, session: _Session | None = None) -> str:
-    """Run one test function with its fixtures and cases; returns the summary line, raises TestFailed."""
+@dataclass
+class CellOutcome:
+    """What one test function did in a cell: its summary line, and its share of the cell's points
+    when only some of its cases passed (None: all passed, or skipped)."""
+
+    summary: str
+    partial: float | None = None
+
+
+def run_test(func: Callable, session: _Session | None = None, points: float | None = None) -> CellOutcome:
+    """Run one test function with its fixtures and every case.
+
+    All cases pass: a PASSED line. None passes: raises TestFailed. Some pass and the cell is worth
+    ``points``: the passed cases' share of them, split as the record splits a parametrized test
+    (:func:`infralab.record.score_tests`), returned for nbgrader's partial credit.
+    """
     session = session or _session()
     name = func.__name__
     reason = _skip_reason(func)
     if reason:
-        return f"SKIPPED {name}: {reason}"
+        return CellOutcome(f"SKIPPED {name}: {reason}")
     t0 = time.perf_counter()
+    passed, failures = [], []
     with quiet_stderr() as caught:
         for case in _cases(func):
             label = name + (f"[{', '.join(f'{k}={v!r}' for k, v in case.items())}]" if case else "")
             with contextlib.ExitStack() as stack:
                 try:
                     func(**_fixtures(func, session, case, stack))
+                    passed.append(True)
                 except Exception as exc:  # a failing test; KeyboardInterrupt still stops the cell
-                    raise TestFailed(_failure_message(label, exc)) from None
+                    passed.append(False)
+                    failures.append(_failure_message(label, exc))
+    if failures and (not any(passed) or points is None):
+        raise TestFailed("\n".join(failures))
+    partial = None
     line = f"PASSED {name} ({time.perf_counter() - t0:.2f} s)"
+    if failures:
+        from infralab.i18n import tr
+        from infralab.record import split_points, total_points
+        shares = split_points(points, [1.0] * len(passed))
+        partial = total_points([s for s, ok in zip(shares, passed) if ok])
+        line = (tr("routes.partial", name=name, passed=sum(passed), cases=len(passed), won=f"{partial:g}",
+                   points=f"{points:g}") + "\n" + "\n".join("FAILED " + f for f in failures))
     kinds = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0][:120]}" for w in caught})
     if kinds:
         line += f"\n  {len(caught)} warning(s), not counted against you: " + "; ".join(kinds[:3])
-    return line
+    return CellOutcome(line, partial)
 
 
-def run_cell(visibility: str, body: str) -> list[str]:
+def run_cell(visibility: str, body: str, points: float | None = None) -> list[CellOutcome]:
     """Run a test cell's body in its test file's namespace; then run the tests it defined."""
     session = _session()
     ns = session.namespace(visibility)
@@ -260,14 +288,24 @@ def run_cell(visibility: str, body: str) -> list[str]:
     with quiet_stderr():
         exec(compile(body, filename, "exec"), ns)  # noqa: S102 - the course's own test source
     tests = [v for k, v in ns.items() if k.startswith("test") and callable(v) and before.get(k) is not v]
-    return [run_test(t, session) for t in tests]
+    return [run_test(t, session, points) for t in tests]
 
 
-def infralab_test(line: str, cell: str) -> None:
-    """``%%infralab_test visible|hidden``: the cell's tests, run against this notebook's code."""
-    visibility = (line.split() or ["visible"])[0]
+def infralab_test(line: str, cell: str) -> float | None:
+    """``%%infralab_test visible|hidden [POINTS]``: the cell's tests, run against this notebook's code.
+
+    The value it returns (shown as the cell's result) is nbgrader's partial credit: the points of
+    the cases that passed, when only some did.
+    """
+    words = line.split()
+    visibility = (words or ["visible"])[0]
+    points = float(words[1]) if len(words) > 1 else None
     if not cell.strip():
         print("(hidden tests: they run when your notebook is graded)")
-        return
-    for summary in run_cell(visibility, cell):
-        print(summary)
+        return None
+    partial = None
+    for outcome in run_cell(visibility, cell, points):
+        print(outcome.summary)
+        if outcome.partial is not None:
+            partial = outcome.partial
+    return partial

@@ -2,8 +2,8 @@
 
 The preamble is everything that is not a test function (docstring, imports, constants,
 reference helpers); each test keeps its decorators. Weights come from
-``@pytest.mark.weight(n)``; a ``@pytest.mark.parametrize`` with a literal list of cases
-counts once per case, as pytest would collect it.
+``@pytest.mark.weight(n)``, one per test function: a parametrized function's cases share it
+(:func:`infralab.record.score_tests`).
 """
 from __future__ import annotations
 
@@ -45,15 +45,11 @@ def _mark(decorator: ast.expr, name: str) -> ast.Call | ast.Attribute | None:
 
 
 def _weight(node: ast.FunctionDef) -> float:
-    weight, cases = 1.0, 1
     for d in node.decorator_list:
         w = _mark(d, "weight")
         if isinstance(w, ast.Call) and w.args and isinstance(w.args[0], ast.Constant):
-            weight = float(w.args[0].value)
-        p = _mark(d, "parametrize")
-        if isinstance(p, ast.Call) and len(p.args) >= 2 and isinstance(p.args[1], (ast.List, ast.Tuple)):
-            cases *= len(p.args[1].elts)
-    return weight * cases
+            return float(w.args[0].value)
+    return 1.0
 
 
 def _parametrized_names(node: ast.FunctionDef) -> set[str]:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from infralab.record import score_tests
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
 
 def test_points(ex: dict[str, Any]) -> list[tuple[dict, float, float]]:
-    """(test, points won, points possible) for each counted test of an exercise (by weight)."""
-    counted = [t for t in ex["tests"] if t["outcome"] != "skipped"]
-    total_weight = sum(t["weight"] for t in counted)
-    rows = []
-    for t in ex["tests"]:
-        possible = ex["max_points"] * t["weight"] / total_weight if total_weight and t["outcome"] != "skipped" else 0.0
-        rows.append((t, possible if t["outcome"] == "passed" else 0.0, possible))
-    return rows
+    """(test, points won, points possible) for each test of an exercise: the record's one score
+    (:func:`infralab.record.score_tests`), so the max scores sum exactly to the exercise's points."""
+    return [(t, won, possible) for t, (possible, won) in zip(ex["tests"], score_tests(ex["max_points"], ex["tests"]))]
 
 
 def results_json(record: dict[str, Any], hidden_visibility: str = "after_published") -> dict[str, Any]:
@@ -29,8 +28,8 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
             tests.append({
                 "name": f"{ex['id']}: {t['name']}",
                 "number": f"{ex['part'][4:6].lstrip('0') or '0'}.{ex['name']}.{i}",
-                "score": round(won, 4),
-                "max_score": round(possible, 4),
+                "score": won,
+                "max_score": possible,
                 "status": "passed" if t["outcome"] == "passed" else "failed",
                 "output": output[:5000],
                 "visibility": "visible" if t["visibility"] == "visible" else hidden_visibility,
