@@ -244,7 +244,10 @@ def run_exercise(course: Course, ex: Exercise, *, seed: int = 0, cap: int | None
             targets = [t for t in targets if t["key"] not in done]
             n += 1
     report.reference_failed = sorted(reference_failed)
-    marked = {(q.exercise, q.mutant): q for q in equivalents}
+    lines = reference.splitlines()
+    marked = {(q.exercise, q.mutant): q for q in equivalents  # an entry whose line changed is stale, not honoured
+              if q.exercise == ex.id and any(m.id == q.mutant and lines[m.line - 1].strip() == q.line.strip()
+                                             for m in chosen)}
     for key, m in by_key.items():
         r = results.get(key, {"tests": 0, "failed": None})
         o = Outcome(mutant=m.id, operator=m.operator, line=m.line, change=m.change, status="survived",

@@ -123,7 +123,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         else:
             manifest["killed"].add(key)
     _log(manifest, key=key, test=name, event=outcome, when=report.when, message=message[:600],
-         timeout="Failed: Timeout >" in message)  # pytest-timeout's failure
+         timeout="from pytest-timeout" in message)  # "Timeout (>2.0s) from pytest-timeout."
 
 
 @pytest.hookimpl(tryfirst=True)
