@@ -17,11 +17,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
     p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+    from infralab.mutate import add_arguments as add_mutate_arguments
+    add_mutate_arguments(p)  # --mutate and its options
 
 
 def run(args: argparse.Namespace) -> int:
     course = load_course(args.course)
     exercises = course.select(args.part, args.exercise)
+    if args.mutate:
+        from infralab.mutate import command as mutate_command
+        return mutate_command(course, exercises, args)
     results, _ = check_soundness(course, exercises, jobs=args.jobs)
     if args.json:
         print(json.dumps([r.__dict__ | {"sound": r.sound} for r in results], indent=2))

@@ -348,3 +348,34 @@ def test_sample_never_draws_a_filtered_token(impl, seed, gen):
     n_bad = int(torch.isinf(allowed).sum())
     assert n_bad == 0, f"{n_bad} of 4000 draws picked a token outside the top-3"
     assert math.isfinite(float(allowed.sum()))
+
+
+# ---------------------------------------------------------------- defaults and bounds (found by validate --mutate)
+
+def test_sample_defaults_are_temperature_one_and_no_filter(impl, seed, gen):
+    z = spread_logits(8, gen)
+    draws = impl(MODULE).sample(z.expand(DRAWS, 8).contiguous(), seed=seed)
+    wrong = {"a default temperature other than 1.0 (here 2.0)": torch.softmax(z.double() / 2, -1),
+             "a default temperature other than 1.0 (here 0.5)": torch.softmax(z.double() * 2, -1)}
+    assert_draws_follow(draws, torch.softmax(z.double(), -1), name="draws with the default arguments", mistakes=wrong)
+
+
+@pytest.mark.parametrize("name, value", [("top_k", 1), ("top_p", 0.001), ("min_p", 1.0)])
+def test_sample_applies_each_filter_on_its_own(impl, seed, gen, name, value):
+    """Each option alone keeps only the top token of every row (no ties: continuous logits)."""
+    z = randn(500, 20, generator=gen, scale=1.0)
+    got = impl(MODULE).sample(z, seed=seed, **{name: value})
+    option = f"{name}={value}"
+    n_bad = int((got != z.argmax(-1)).sum())
+    assert n_bad == 0, (f"sample(..., {option}) must keep only each row's top token, but {n_bad} of 500 draws "
+                        f"picked another: the {name} filter was not applied when only {name} is given")
+
+
+def test_min_p_zero_and_one_are_valid_bounds(impl, gen):
+    m = impl(MODULE)
+    z = randn(3, 16, generator=gen)
+    assert_equal(m.min_p_filter(z, 0.0), z, name="min_p_filter(logits, 0.0) (keeps every token)")
+    tied = torch.tensor([[1.0, 1.0, 0.0, -1.0]])
+    assert_equal(m.min_p_filter(tied, 1.0), torch.tensor([[1.0, 1.0, NEG_INF, NEG_INF]]),
+                 name="min_p_filter(logits, 1.0) with two tied top tokens (a token whose probability equals "
+                      "min_p * top is kept: the comparison is >=, not >)")

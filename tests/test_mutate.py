@@ -1,0 +1,90 @@
+"""``infralab validate --mutate`` on the mini course: mutants are generated, run and killed (by a
+failure, a timeout, a crash), survivors are reported with their diff, the reviewed equivalent list is
+honoured and a stale entry is flagged."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+from infralab.cli import main
+from infralab.mutants_ast import generate
+
+# `double` with a loop (deleting `n += 1` hangs), a crash behind a condition (negating it kills the
+# test process) and a default nothing reads (its mutants survive: one is reviewed equivalent).
+SOLUTION = '''
+import os
+
+
+def double(x, unused=1):
+    """Return 2 * x."""
+    n = 0
+    while n < 2:
+        n += 1
+    if n > 7:
+        os._exit(3)
+    return n * x
+'''
+
+
+def test_operators_edit_one_site_and_keep_the_line_count():
+    source = textwrap.dedent(SOLUTION)
+    mutants = generate(source)
+    changes = {(m.operator, m.change) for m in mutants}
+    for expected in [("compare", "< -> <="), ("compare", "> -> >="), ("arith", "+ -> -"), ("arith", "* -> /"),
+                     ("default", "1 -> 2"), ("negate", "n > 7 -> not (n > 7)"), ("delete", "n += 1 -> pass"),
+                     ("return", "n * x -> None"), ("constant", "7 -> 8")]:
+        assert expected in changes, f"no {expected} among {sorted(changes)}"
+    assert len({m.id for m in mutants}) == len(mutants)
+    assert generate(source) == mutants, "the same source must give the same mutants (ids are stable)"
+    for m in mutants:
+        assert m.source.count("\n") == source.count("\n"), f"{m.id} changed the line count"
+        assert [i for i, (a, b) in enumerate(zip(source.splitlines(), m.source.splitlines())) if a != b] == [m.line - 1]
+    assert not any(m.line == 6 for m in mutants), "the docstring was mutated"
+
+
+def test_validate_mutate_kills_reports_survivors_and_honours_the_equivalent_list(mini_course, capsys):
+    source = textwrap.dedent(SOLUTION).lstrip("\n")
+    (mini_course / "solutions/part01_demo/double.py").write_text(source, encoding="utf-8")
+    by_change = {(m.operator, m.change): m for m in generate(source)}
+    equivalent, unmarked = by_change[("default", "1 -> 2")], by_change[("default", "1 -> 0")]
+    stale = by_change[("constant", "7 -> 8")]
+    (mini_course / "equivalent.yml").write_text(textwrap.dedent(f"""
+        - exercise: part01_demo.double
+          mutant: "{equivalent.id}"
+          line: "def double(x, unused=1):"
+          reason: nothing reads unused
+        - exercise: part01_demo.double
+          mutant: "{stale.id}"
+          line: "if n > 6:"
+          reason: the line changed since this review
+        """), encoding="utf-8")
+    reports = mini_course / "reports"
+    code = main(["validate", "--mutate", "--course", str(mini_course), "--exercise", "part01_demo.double",
+                 "--mutant-timeout", "1", "--equivalents", str(mini_course / "equivalent.yml"),
+                 "--report-dir", str(reports)])
+    out = capsys.readouterr().out
+    assert code == 1, out  # survivors and a stale entry
+    data = json.loads((reports / "part01_demo.double.json").read_text(encoding="utf-8"))
+    assert data["tested"] == data["generated"] == len(by_change) > 10
+    assert data["timeouts"] >= 1, "deleting `n += 1` hangs: the per-test timeout kills it"
+    assert data["crashed"] == 1, "negating `if n > 7` exits the test process: killed, and the run goes on"
+    statuses = {o["mutant"]: o["status"] for o in data["outcomes"]}
+    assert statuses[equivalent.id] == "equivalent"
+    assert statuses[unmarked.id] == "survived"
+    assert statuses[stale.id] == "survived", "a stale entry is not honoured"
+    assert data["killed"] == data["tested"] - len(data["outcomes"])
+    assert 0 < data["kill_rate"] < 1
+    page = (reports / "part01_demo.double.md").read_text(encoding="utf-8")
+    assert f"-def double(x, unused=1):\n+def double(x, unused=0):" in page, "the survivor's diff"
+    assert stale.id in page and "if n > 6:" in page, "the stale entry is flagged"
+    assert "part01_demo.double" in (reports / "README.md").read_text(encoding="utf-8")
+    assert unmarked.id in out
+
+
+def test_a_malformed_equivalent_list_is_one_clear_line(mini_course, capsys):
+    bad = mini_course / "equivalent.yml"
+    bad.write_text("- exercise: part01_demo.double\n  mutant: x\n", encoding="utf-8")
+    code = main(["validate", "--mutate", "--course", str(mini_course), "--equivalents", str(bad), "--no-report"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(bad) in err and "entry 0" in err and "reason" in err and "Traceback" not in err
