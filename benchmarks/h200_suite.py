@@ -167,7 +167,9 @@ def run_all(cand, name, cs, profile, timer, policy, target, both: bool = False) 
 
 
 def write_outputs(out: Path, tag: str, env, profile, entries) -> None:
-    (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "profile": profile.name,
+    import datetime as dt
+    date = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "date": date, "profile": profile.name,
                                                       "profile_status": profile.status,
                                                       "ceilings": profile.ceilings, "entries": entries}, indent=1))
     md = markdown(entries, env, profile.ceilings, tag)

@@ -72,4 +72,13 @@ MESSAGES = {
         "provisional profile: thresholds derived from the datasheet",
         "临时硬件档案：阈值由数据手册推算",
     ),
+    "perf.lb_title": ("GPU performance leaderboard", "GPU 性能排行榜"),
+    "perf.lb_intro": (
+        "One ranking per exercise, challenge, shape and hardware profile: each submission's best accepted "
+        "figure, then the submissions without an accepted figure (unranked). Figures of different "
+        "hardware profiles are never ranked together; each row's evidence is its record.",
+        "每个练习、挑战、形状和硬件档案各一个排名：每份提交的最佳通过成绩，其后是没有通过成绩的提交（不排名）。"
+        "不同硬件档案的成绩从不放在同一排名中；每行的证据就是它的结果记录。",
+    ),
+    "perf.lb_profile": ("profile", "硬件档案"),
 }
