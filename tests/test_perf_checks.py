@@ -201,3 +201,14 @@ def test_torch_compile_in_a_hostile_sample_is_found_at_load():
     finally:
         tgt.close()
 
+
+
+def test_a_torch_compile_hidden_from_the_text_is_found_on_the_loaded_module():
+    import types
+    mod = types.ModuleType("hidden")
+    compiler = getattr(torch, "comp" + "ile")
+    mod.table = {"add": compiler(lambda x, y: x + y)}  # compiling is lazy: nothing runs here
+    from infralab.perf.checked import compiled_object
+    assert compiled_object(mod) == "table[0]"
+    mod.table = {}
+    assert compiled_object(mod) is None

@@ -81,4 +81,8 @@ MESSAGES = {
         "不同硬件档案的成绩从不放在同一排名中；每行的证据就是它的结果记录。",
     ),
     "perf.lb_profile": ("profile", "硬件档案"),
+    "perf.compiled_object": (
+        "`{name}` is a torch.compile'd function",
+        "`{name}` 是经 torch.compile 编译的函数",
+    ),
 }

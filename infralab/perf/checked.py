@@ -22,7 +22,7 @@ import contextlib
 import functools
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,29 @@ def torch_compile_use(text: str) -> str | None:
         if isinstance(node, ast.Attribute) and node.attr in ("compile", "_dynamo", "_inductor", "compiler") \
                 and isinstance(node.value, ast.Name) and node.value.id in torch_names:
             return f"line {node.lineno}: {node.value.id}.{node.attr}"
+    return None
+
+
+def _reachable(module: Any) -> Iterator[tuple[str, Any]]:
+    """(name, object) of the module's globals, one level into containers and function closures."""
+    for name, value in vars(module).items():
+        yield name, value
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set)) else ()
+        for i, v in enumerate(inner):
+            yield f"{name}[{i}]", v
+        for i, cell in enumerate(getattr(value, "__closure__", None) or ()):
+            with contextlib.suppress(ValueError):
+                yield f"{name}.<closure {i}>", cell.cell_contents
+
+
+def compiled_object(module: Any) -> str | None:
+    """The name of a torch.compile'd function or module the loaded module holds, or None: what
+    torch.compile returns carries ``_torchdynamo_orig_callable`` (functions) or is an
+    ``OptimizedModule``, however the call to torch.compile was spelled."""
+    for name, value in _reachable(module):
+        if getattr(value, "_torchdynamo_orig_callable", None) is not None or \
+                type(value).__name__ == "OptimizedModule":
+            return name
     return None
 
 
@@ -205,6 +228,9 @@ def checked_candidate(impl: Any, *, triton: bool, banned: Iterable[str] = ()) ->
             if use:
                 problem = tr("perf.torch_compile", file=f, where=use)
                 break
+        compiled = None if problem or not hasattr(module, "__dict__") else compiled_object(module)
+        if compiled:
+            problem = tr("perf.torch_compile", file=origin, where=tr("perf.compiled_object", name=compiled))
     return CheckedCandidate(gate=impl, timed=_TimedView(module, origin, banned, triton, own), triton=triton,
                             own_kernels=own, problem=problem, files=[str(f) for f in files])
 
