@@ -48,35 +48,39 @@ def challenges() -> dict[str, list[dict]]:
 
 
 def candidate(kind: str, name: str):
-    """(module for the correctness gate, module for timing)."""
+    """The candidate run_challenge takes: a CheckedCandidate (one import; gate with every guard of
+    grading, checked timed calls, the profiled batch), or the torch module of the harness smoke."""
     if kind == "torch":
         spec = importlib.util.spec_from_file_location("torch_candidates", ROOT / "benchmarks" / "torch_candidates.py")
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        return mod, mod
+        return mod
     from infralab.course import load_course
+    from infralab.perf.checked import checked_candidate
     from infralab.targets import InProcessTarget, parse_target
     course = load_course(ROOT)  # the guards of grading: banned routines, a Triton kernel must launch
     banned = {e.id: e.banned for e in course.exercises}
-    gate = InProcessTarget(parse_target(kind, ROOT), banned, frozenset(e.id for e in course.exercises if e.triton))
-    timed = InProcessTarget(parse_target(kind, ROOT), banned)  # no NaN fill of every output while timed
-    return gate.load(f"{PART}.{name}"), timed.load(f"{PART}.{name}")
+    triton = frozenset(e.id for e in course.exercises if e.triton)
+    gate = InProcessTarget(parse_target(kind, ROOT), banned, triton)
+    return checked_candidate(gate.load(f"{PART}.{name}"), triton=f"{PART}.{name}" in triton)
 
 
 def markdown(entries, env, ceilings, tag) -> str:
     lines = [f"# H200 run `{tag}`", "", "Environment: " + ", ".join(f"{k}={v}" for k, v in env.items()), "",
              "Ceilings used: " + ", ".join(f"{k} {v:,g}" for k, v in ceilings.items()), "",
-             "| exercise | challenge | shape | candidate | baseline | vs baseline | % ceiling | bar | decision |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| exercise | challenge | shape | target | checks | candidate | baseline | vs baseline | % ceiling | bar | decision |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in entries:
         m = e.get("metrics") or {}
         shape = " ".join(f"{k}={v}" for k, v in e.get("workload", {}).get("shape", {}).items())
+        who = f"{Path(str(e.get('candidate', {}).get('target', '-'))).name} | {e.get('checks', 'on')}"
         if not m:
-            lines.append(f"| {e['exercise']} | {e['challenge']} | {shape} | - | - | - | - | {e['level']} | "
-                         f"{e['decision']}: {e['reason'][:120]} |")
+            reason = e['reason'][:300].replace("|", "/")
+            lines.append(f"| {e['exercise']} | {e['challenge']} | {shape} | {who} | - | - | - | - | {e['level']} | "
+                         f"{e['decision']}: {reason} |")
             continue
         frac = m.get("fraction_of_ceiling")
-        lines.append(f"| {e['exercise']} | {e['challenge']} | {shape} | {m['achieved']:,.1f} {m['unit']} | "
+        lines.append(f"| {e['exercise']} | {e['challenge']} | {shape} | {who} | {m['achieved']:,.1f} {m['unit']} | "
                      f"{m['baseline_achieved']:,.1f} ({e['workload']['baseline']}) | {m['ratio_to_baseline']:.3f}x | "
                      f"{'-' if frac is None else f'{100 * frac:.1f}%'} | {e['level']} | {e['decision']} |")
     return "\n".join(lines) + "\n"
@@ -90,6 +94,10 @@ def main() -> int:
     ap.add_argument("--exercise", action="append")
     ap.add_argument("--time-cap", type=float, default=6.0)
     ap.add_argument("--tag", default="run")
+    ap.add_argument("--checks", choices=["on", "both"], default="on",
+                    help="both: each challenge also timed on the bare module, no checks (what the checks cost)")
+    ap.add_argument("--submission", action="append", default=[],
+                    help="a submission folder (repeatable): its part03 modules are the candidates")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,7 +125,10 @@ def main() -> int:
     for name, cs in challenges().items():
         if args.exercise and name not in args.exercise:
             continue
-        if args.candidates == "mutants":
+        if args.submission:
+            targets = [str(Path(d)) for d in args.submission
+                       if (Path(d) / PART / f"{name}.py").is_file() or (Path(d) / "exercises" / PART / f"{name}.py").is_file()]
+        elif args.candidates == "mutants":
             targets = [f"mutant:{PART}.{name}:{m.stem}"
                        for m in sorted((ROOT / "fixtures" / "mutants" / PART / name).glob("*.py"))
                        if m.name != "__init__.py"]
@@ -125,32 +136,40 @@ def main() -> int:
             targets = [args.candidates]
         for target in targets:
             try:
-                modules = candidate(target, name)
+                cand = candidate(target, name)
             except Exception as e:  # noqa: BLE001
                 print(f"{name}: no candidate {target} ({e})")
                 continue
-            entries += run_all(modules, name, cs, profile, timer, policy, target)
+            entries += run_all(cand, name, cs, profile, timer, policy, target, args.checks == "both")
     write_outputs(out, args.tag, env, profile, entries)
     return 0
 
 
-def run_all(modules, name, cs, profile, timer, policy, target) -> list[dict]:
+def run_all(cand, name, cs, profile, timer, policy, target, both: bool = False) -> list[dict]:
+    from infralab.perf.checked import CheckedCandidate, unchecked
     entries = []
+    variants = [("on", cand)]
+    if both and isinstance(cand, CheckedCandidate):
+        variants.append(("off", unchecked(cand.gate)))  # the same module, called bare: no guard, no profiling
     for c in cs:
         for shape in c["shapes"]:
-            t0 = time.time()
-            e = run_challenge(modules[0], c, shape, profile, timer=timer, target=target,
-                              exercise=f"{PART}.{name}", policy=policy, timed_module=modules[1])
-            m = e.get("metrics") or {}
-            print(f"{name}/{c['id']} [{target}] {shape}: {m.get('achieved')} {m.get('unit', '')} "
-                  f"ratio {m.get('ratio_to_baseline')} frac {m.get('fraction_of_ceiling')} -> {e['level']}, "
-                  f"{e['decision']} ({time.time() - t0:.1f} s) {e['reason'][:200]}", flush=True)
-            entries.append(e)
+            for checks, module in variants:
+                t0 = time.time()
+                e = run_challenge(module, c, shape, profile, timer=timer, target=target,
+                                  exercise=f"{PART}.{name}", policy=policy)
+                e["checks"] = checks
+                m = e.get("metrics") or {}
+                print(f"{name}/{c['id']} [{target}, checks {checks}] {shape}: {m.get('achieved')} {m.get('unit', '')} "
+                      f"ratio {m.get('ratio_to_baseline')} frac {m.get('fraction_of_ceiling')} -> {e['level']}, "
+                      f"{e['decision']} ({time.time() - t0:.1f} s) {e['reason'][:300]}", flush=True)
+                entries.append(e)
     return entries
 
 
 def write_outputs(out: Path, tag: str, env, profile, entries) -> None:
-    (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "profile": profile.name,
+    import datetime as dt
+    date = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "date": date, "profile": profile.name,
                                                       "profile_status": profile.status,
                                                       "ceilings": profile.ceilings, "entries": entries}, indent=1))
     md = markdown(entries, env, profile.ceilings, tag)

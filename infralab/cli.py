@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grade": ("infralab.grade", "grade submissions (folders, zips, a class) with the hidden tests, in isolation"),
     "release": ("infralab.release", "write the student version of the course (no solutions, no hidden tests)"),
     "bench": ("infralab.perf.bench", "run an exercise's GPU performance challenge against your card's profile"),
+    "leaderboard": ("infralab.leaderboard", "rank the GPU performance figures of result records, per hardware profile"),
     "profile": ("infralab.perf.profile_cmd", "hardware profiles: show, detect this GPU, calibrate a new card"),
     "gradescope": ("infralab.gradescope", "build the Gradescope autograder zip (setup.sh, run_autograder, hidden tests)"),
     "nbgrader": ("infralab.nbgrader.cli", "export the course as nbgrader notebooks; grade submitted notebooks securely"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from infralab.course import find_course_root, load_course
+from infralab.perf import checked  # noqa: F401 - snapshots the timer's functions before any student code loads
 
 PART = "part03_kernels"
 COURSE = load_course(find_course_root(Path(__file__).parent))
@@ -39,20 +40,15 @@ def cuda_timer(gpu_profile):
 @pytest.mark.parametrize("exercise, challenge, shape", CASES)
 def test_kernel_is_correct_and_reaches_the_pass_bar(impl, perf_record, gpu_profile, cuda_timer, request,
                                                     exercise, challenge, shape):
+    from infralab.perf.checked import checked_candidate
     from infralab.perf.run import run_challenge
-    from infralab.targets import InProcessTarget, parse_target
     if challenge["profiles"] and gpu_profile.name not in challenge["profiles"]:
         pytest.skip(f"challenge {challenge['id']} is declared for {challenge['profiles']}, not {gpu_profile.name}")
     target = request.config.getoption("infralab_target")
-    # timed without the Triton-launch guard, which fills every fresh output with NaN (extra traffic);
-    # the gate runs through `impl`, with every guard of grading
-    timing = InProcessTarget(parse_target(target, COURSE.root), {e.id: e.banned for e in COURSE.exercises})
-    try:
-        entry = run_challenge(impl(exercise), challenge, shape, gpu_profile, timer=cuda_timer, target=target,
-                              exercise=exercise, seed=request.getfixturevalue("seed"),
-                              timed_module=timing.load(exercise))
-    finally:
-        timing.close()
+    # one loaded module: the gate calls it with every guard of grading, the timed calls are checked calls
+    candidate = checked_candidate(impl(exercise), triton=COURSE.exercise(exercise).triton)
+    entry = run_challenge(candidate, challenge, shape, gpu_profile, timer=cuda_timer, target=target,
+                          exercise=exercise, seed=request.getfixturevalue("seed"))
     perf_record(entry)
     assert entry["correct"], f"correctness gate: {entry['reason']}"
     assert entry["decision"] == "accept", f"{entry['level']} ({entry['decision']}): {entry['reason']}"

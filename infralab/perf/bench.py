@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
 def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profile, target: str, *,
             seed: int = 0, time_cap: float = 10.0) -> list[dict[str, Any]]:
     """Every (challenge, shape) of ``ex`` on this GPU, judged against ``profile``: record entries."""
+    from infralab.perf.checked import checked_candidate
     from infralab.perf.harness import CudaTimer, SamplingPolicy
     from infralab.perf.run import run_challenge
     from infralab.targets import InProcessTarget, parse_target
@@ -100,11 +101,10 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
     banned = {e.id: e.banned for e in course.exercises}
     tgt = InProcessTarget(parse_target(target, course.root), banned,
                           frozenset(e.id for e in course.exercises if e.triton))  # the gate: every guard
-    timing_tgt = InProcessTarget(parse_target(target, course.root), banned)  # timed: no per-call NaN fill
     try:
-        module = tgt.load(ex.id)
-        timed_module = timing_tgt.load(ex.id)
+        candidate = checked_candidate(tgt.load(ex.id), triton=ex.triton)  # one import: gate and timed calls
     except Exception as exc:  # a target that does not import: rejected, nothing timed
+        tgt.close()
         return [{"exercise": ex.id, "challenge": c["id"], "correct": False, "decision": "reject", "level": "incorrect",
                  "reason": f"does not import: {str(exc).splitlines()[0]}", "flags": [], "metrics": {},
                  "evidence": evidence(profile, on_gpu=True)} for c in challenges]
@@ -116,11 +116,10 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
             if c["profiles"] and profile.name not in c["profiles"]:
                 continue
             for shape in c["shapes"]:
-                entries.append(run_challenge(module, c, shape, profile, timer=timer, target=target,
-                                             exercise=ex.id, seed=seed, policy=policy, timed_module=timed_module))
+                entries.append(run_challenge(candidate, c, shape, profile, timer=timer, target=target,
+                                             exercise=ex.id, seed=seed, policy=policy))
     finally:
         tgt.close()
-        timing_tgt.close()
     return entries
 
 

@@ -74,30 +74,46 @@ def calls_per_sample(single_call_s: float, policy: SamplingPolicy) -> int:
     return max(2, min(policy.max_calls, math.ceil(policy.batch_target_s / max(single_call_s, 1e-7))))
 
 
+Aside = tuple[str, int, Callable[[Runner, int, int], None]]  # (runner, round, fn(runner, calls, start))
+
+
 def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: SamplingPolicy,
-                       calls: dict[str, int], clock: Callable[[], float] = time.monotonic) -> SamplingResult:
+                       calls: dict[str, int], clock: Callable[[], float] = time.monotonic,
+                       aside: Aside | None = None) -> SamplingResult:
     """Round-robin over the runners (the order rotates each round), one sample each per round.
 
     Stops when every runner has >= min_samples and a standard error under rel_se of its median,
     or at max_samples, or when the time cap is reached (after at least min_samples if the cap allows).
+    ``aside = (name, round, fn)``: in that round, runner ``name``'s batch goes to ``fn(runner, calls,
+    start)`` instead of the timer (the profiled batch) and is left out of the statistics; the round
+    then counts one sample less for that runner.
     """
     names = list(runners)
     out = {n: Timing([], calls[n]) for n in names}
     t0 = clock()
     rounds = 0
+    pending = aside
     while True:
         order = names[rounds % len(names):] + names[: rounds % len(names)]
         for n in order:
+            if pending is not None and pending[0] == n and pending[1] == rounds:
+                pending[2](runners[n], calls[n], rounds * calls[n])
+                pending = None
+                continue
             out[n].samples.append(timer.time_batch(runners[n], calls[n], rounds * calls[n]))
         rounds += 1
+        res = None
         if rounds >= policy.min_samples and all(t.rel_se < policy.rel_se for t in out.values()):
-            return SamplingResult(out, "converged")
-        if rounds >= policy.max_samples:
-            return SamplingResult(out, "max_samples")
-        if clock() - t0 > policy.time_cap_s and rounds >= 3:
+            res = SamplingResult(out, "converged")
+        elif rounds >= policy.max_samples:
+            res = SamplingResult(out, "max_samples")
+        elif clock() - t0 > policy.time_cap_s and rounds >= 3:
             res = SamplingResult(out, "time_cap")
             if rounds < policy.min_samples:
                 res.notes.append(f"only {rounds} samples in the {policy.time_cap_s:g} s cap")
+        if res is not None:
+            if pending is not None:  # stopped before the chosen round: the aside batch runs now
+                pending[2](runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
             return res
 
 

@@ -14,10 +14,14 @@ Order, for a candidate module and a baseline:
 from __future__ import annotations
 
 import platform
+import random
 import subprocess
 from typing import Any
 
+from infralab.i18n import tr
 from infralab.perf import decision
+from infralab.perf.checked import CheckedCandidate, tampered
+from infralab.perf.kernel_audit import audit
 from infralab.perf.harness import (SamplingPolicy, Timer, Timing, calls_per_sample, sample_interleaved,
                                    wall_mismatch, warm_up)
 from infralab.perf.profiles import Profile
@@ -118,15 +122,24 @@ def _sync(device: str) -> None:
 def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
                   timer: Timer, target: str, exercise: str, seed: int = 0,
                   policy: SamplingPolicy | None = None, device: str = "cuda",
-                  timed_module: Any = None) -> dict[str, Any]:
+                  timed_module: Any = None, profiler: Any = None) -> dict[str, Any]:
     """Measure ``module`` (the implementation under test) on one challenge shape; the record entry.
 
-    ``module`` runs the correctness gate; ``timed_module`` (default: the same) is timed. Grading
-    guards that do device work on every call (the Triton-launch check fills each fresh allocation
-    with NaN: one extra write of every output) belong on the gate, not in the timed calls.
+    ``module`` is a :class:`CheckedCandidate` (infralab.perf.checked): its ``gate`` runs the
+    correctness gate with every guard of grading, its ``timed`` view of the same module object is
+    timed with the checks that cost the device nothing, and for a Triton exercise one timed batch
+    per round, at a round drawn at random, runs under ``profiler`` (default
+    :func:`infralab.perf.kernel_audit.profile_batch`) instead of the timer: every kernel in it must
+    be the submission's own (:func:`infralab.perf.kernel_audit.audit`). A plain module (the torch
+    candidates of the harness smoke, or the checks-off measurement) is gated and timed as is,
+    ``timed_module`` defaulting to it.
     ``device`` is "cuda" for real measurements; the kit's tests pass "cpu" with a fake timer.
     """
-    timed = module if timed_module is None else timed_module
+    checked = module if isinstance(module, CheckedCandidate) else None
+    if checked is not None:
+        module, timed = checked.gate, checked.timed
+    else:
+        timed = module if timed_module is None else timed_module
 
     policy = policy or SamplingPolicy()
     wl = WORKLOADS[challenge["workload"]]
@@ -143,7 +156,20 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         "candidate": {"target": target, "exercise": exercise, "function": wl.function},
         "environment": gpu_environment() if device == "cuda" else {"device": device},
         "evidence": decision.evidence(profile, on_gpu=device == "cuda"),
+        "protections": protections(checked),
     }
+
+    def rejected(problem: str, by_check: bool = False) -> dict[str, Any]:
+        if by_check:  # the answer may be right; how it was computed or timed is not allowed
+            return {**entry, "correct": False, "metrics": {}, "flags": [problem], "level": "rejected by a check",
+                    "decision": "reject", "reason": problem}
+        v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
+                           working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)
+        return {**entry, "correct": False, "metrics": {}, "flags": [], "level": v.level,
+                "decision": v.decision, "reason": v.reason}
+
+    if checked is not None and checked.problem:
+        return rejected(checked.problem, by_check=True)
     # 1. correctness gate on fresh inputs, outputs poisoned: the challenge shape, then ragged ones
     gate_inputs = wl.make_inputs(shape, dtype, opts, seed, device)
     set_bytes = max(1, _nbytes(list(gate_inputs.values())))
@@ -158,11 +184,48 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         if problem:
             problem = f"at the ragged shape {small}{'' if dt == dtype else f' in {dt}'}: {problem}"
     if problem:
-        v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
-                           working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)
-        return {**entry, "correct": False, "metrics": {}, "flags": [], "level": v.level,
-                "decision": v.decision, "reason": v.reason}
+        return rejected(problem)
+    if _tamper_problem():
+        return rejected(_tamper_problem(), by_check=True)
+    try:
+        return _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype,
+                           seed, device, set_bytes, amount, unit, checked, profiler)
+    except _Rejected as r:
+        return rejected(str(r), by_check=True)
+    except Exception as exc:  # a timed call raised: a guard (ban, no launch, foreign kernel) or a crash
+        return rejected(tr("perf.timed_call_failed", error=f"{type(exc).__name__}: {_first_line(exc)}"), by_check=True)
 
+
+class _Rejected(Exception):
+    """A check during the timed part failed (the message is the reason)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else ""
+
+
+def _tamper_problem() -> str | None:
+    names = tampered()
+    return tr("perf.tampered", names=", ".join(names)) if names else None
+
+
+def protections(checked: CheckedCandidate | None) -> list[str]:
+    """What guarded this measurement (recorded with the entry)."""
+    out = ["correctness gate on fresh random inputs, outputs over NaN-poisoned memory",
+           "re-check of timed outputs each round", "host wall-clock cross-check of event time",
+           "timer functions compared with their snapshot before and after"]
+    if checked is not None:
+        out.append("one loaded module for gate and timing")
+        out.append("timed calls: banned routines" + (", a Triton launch per call, only the submission's own "
+                                                     "Triton kernels" if checked.triton else ""))
+        if checked.triton:
+            out.append("one timed batch per round (random round) under the CUDA profiler: own Triton kernels "
+                       "and torch copy/fill only, on the timed stream; torch.compile rejected")
+    return out
+
+
+def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype, seed,
+                device, set_bytes, amount, unit, checked, profiler) -> dict[str, Any]:
     # 2. warm-up; how many calls per event pair; how many input sets
     probe = _input_sets(wl, shape, dtype, opts, seed + 1, 1, device)
     one_cand = warm_up(lambda i: wl.call(timed, probe[0], opts), timer)
@@ -173,7 +236,7 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
 
     # 3. two rounds of interleaved sampling on fresh input sets, re-checking timed outputs
     timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
-    stopped, notes, rechecks = [], [], []
+    stopped, notes, rechecks, audits = [], [], [], []
     half = SamplingPolicy(**{**policy.__dict__, "min_samples": max(policy.min_samples // 2, 2),
                              "max_samples": max(policy.max_samples // 2, 2), "time_cap_s": policy.time_cap_s / 2})
     for rnd in range(2):
@@ -186,7 +249,19 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         def base(i: int, sets=sets) -> None:
             baseline_fn(sets[i % len(sets)], opts)
 
-        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls)
+        aside = None
+        if checked is not None and checked.triton:
+            def profiled(runner, n, start, rnd=rnd) -> None:
+                kernels, launched = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
+                found = audit(kernels, checked.own_kernels, launched)
+                audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
+                if found:
+                    raise _Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
+            aside = ("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled)
+        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls, aside=aside)
+        tamper = _tamper_problem()
+        if tamper:
+            raise _Rejected(tamper)
         for k in timings:
             timings[k] += res.timings[k].samples
         stopped.append(res.stopped)
@@ -223,8 +298,18 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
         "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
         "rechecks": rechecks,
     }
+    if audits:
+        entry["evidence"] = {**entry["evidence"], "profiled_batches": audits}
     return {**entry, "correct": correct, "flags": v.flags, "level": v.level, "decision": v.decision,
             "reason": v.reason}
+
+
+_ROUND_PICK = random.SystemRandom()  # which batch is profiled: not predictable from the seed
+
+
+def _default_profiler():
+    from infralab.perf.kernel_audit import profile_batch
+    return profile_batch
 
 
 def _sig(x: float, digits: int = 5) -> float:

@@ -1,0 +1,88 @@
+"""Messages of the performance checks and the leaderboard. Keys: ``perf.*``."""
+
+MESSAGES = {
+    "perf.audit_no_own_kernel": (
+        "the profiled timed batch ran none of the submission's own @triton.jit kernels; it ran: {kernels}",
+        "抽查的计时批次中没有运行提交代码自己的 @triton.jit 内核；实际运行的是：{kernels}",
+    ),
+    "perf.audit_side_stream": (
+        "kernel {kernel} ran on stream {stream}, not on the timed stream {timed}: work on a side stream "
+        "escapes the timer",
+        "内核 {kernel} 运行在流 {stream} 上，而不是计时流 {timed}：放在旁路流上的工作逃过了计时",
+    ),
+    "perf.audit_foreign_kernel": (
+        "the profiled timed batch ran {kernel}, a {family} kernel: a Triton exercise computes in its own "
+        "@triton.jit kernels (torch may only allocate, copy and fill)",
+        "抽查的计时批次运行了 {kernel}，这是{family}内核：Triton 练习必须在自己的 @triton.jit 内核中计算"
+        "（torch 只能分配、复制和填充）",
+    ),
+    "perf.family_inductor": ("torch.compile (Inductor)", "torch.compile（Inductor）生成的"),
+    "perf.family_cudnn": ("cuDNN (convolution)", "cuDNN（卷积）"),
+    "perf.family_attention_library": ("library attention", "库实现的注意力"),
+    "perf.family_cublas": ("cuBLAS/CUTLASS (matrix multiply)", "cuBLAS/CUTLASS（矩阵乘）"),
+    "perf.family_aten_compute": ("torch (aten) compute", "torch（aten）计算"),
+    "perf.family_unknown": ("foreign (not the submission's own Triton)", "外来的（不是提交代码自己的 Triton）"),
+    "perf.audit_not_via_triton": (
+        "kernel {kernel} ran {count} times but Triton launched it {launched} times: a kernel named like "
+        "the submission's own was launched by something else",
+        "内核 {kernel} 运行了 {count} 次，但 Triton 只启动了 {launched} 次：与提交代码内核同名的内核由别的途径启动",
+    ),
+    "perf.timed_no_launch": (
+        "{where}: a timed call launched no Triton kernel (it computed with torch, or only in some calls)",
+        "{where}：一次计时调用没有启动任何 Triton 内核（用 torch 计算，或只在部分调用中启动）",
+    ),
+    "perf.timed_foreign_launch": (
+        "{where}: a timed call launched Triton kernel(s) {kernels}, which the submission's files do not "
+        "define (its @triton.jit functions: {own}); torch.compile writes such kernels",
+        "{where}：一次计时调用启动了 Triton 内核 {kernels}，提交文件中并未定义它们（其 @triton.jit 函数：{own}）；"
+        "torch.compile 会生成这类内核",
+    ),
+    "perf.torch_compile": (
+        "{file}, {where}: torch.compile (dynamo/Inductor) in a Triton exercise: write the kernel with "
+        "@triton.jit yourself",
+        "{file}，{where}：Triton 练习中使用了 torch.compile（dynamo/Inductor）：请自己用 @triton.jit 编写内核",
+    ),
+    "perf.tampered": (
+        "the timer's functions were replaced while the submission ran: {names}",
+        "提交代码运行期间替换了计时函数：{names}",
+    ),
+    "perf.timed_call_failed": (
+        "a timed call failed: {error}",
+        "一次计时调用失败：{error}",
+    ),
+    "perf.profiled_rejected": (
+        "profiled timed batch (round {round}): {problem}",
+        "抽查的计时批次（第 {round} 轮）：{problem}",
+    ),
+    "perf.leaderboard_no_records": (
+        "{path}: no result record with performance entries (expected *.json written by "
+        "`infralab bench --record`, `infralab grade` or benchmarks/h200_suite.py)",
+        "{path}：没有含性能条目的结果记录（应为 `infralab bench --record`、`infralab grade` 或 "
+        "benchmarks/h200_suite.py 写出的 *.json）",
+    ),
+    "perf.leaderboard_bad_record": (
+        "{path}: not a result record ({error}); skipped",
+        "{path}：不是结果记录（{error}）；已跳过",
+    ),
+    "perf.leaderboard_written": (
+        "leaderboard: {rankings} ranking(s), {entries} entries -> {out}",
+        "排行榜：{rankings} 个排名，{entries} 个条目 -> {out}",
+    ),
+    "perf.leaderboard_provisional": (
+        "provisional profile: thresholds derived from the datasheet",
+        "临时硬件档案：阈值由数据手册推算",
+    ),
+    "perf.lb_title": ("GPU performance leaderboard", "GPU 性能排行榜"),
+    "perf.lb_intro": (
+        "One ranking per exercise, challenge, shape and hardware profile: each submission's best accepted "
+        "figure, then the submissions without an accepted figure (unranked). Figures of different "
+        "hardware profiles are never ranked together; each row's evidence is its record.",
+        "每个练习、挑战、形状和硬件档案各一个排名：每份提交的最佳通过成绩，其后是没有通过成绩的提交（不排名）。"
+        "不同硬件档案的成绩从不放在同一排名中；每行的证据就是它的结果记录。",
+    ),
+    "perf.lb_profile": ("profile", "硬件档案"),
+    "perf.compiled_object": (
+        "`{name}` is a torch.compile'd function",
+        "`{name}` 是经 torch.compile 编译的函数",
+    ),
+}

@@ -1,0 +1,240 @@
+"""The candidate of a performance challenge: one loaded module, checked in the gate and when timed.
+
+:func:`checked_candidate` takes the implementation the correctness gate calls (every guard of
+grading) and returns the same module's functions for the timed calls, with the checks that cost
+the device nothing: banned torch routines raise, a Triton exercise's call must launch a Triton
+kernel, and every Triton kernel it launches must be one of the submission's own ``@triton.jit``
+functions (an Inductor kernel of ``torch.compile`` is not). There is no second import: a module
+cannot behave in the gate and cheat in the timed calls by counting its imports.
+
+Also here, all pure Python over source files and function identities:
+
+- :func:`own_kernel_names`: the ``@triton.jit`` functions the submission's files define;
+- :func:`torch_compile_use`: ``torch.compile`` / dynamo / Inductor in a Triton exercise's source;
+- :func:`timing_functions` / :func:`tampered`: the functions the timer relies on
+  (``torch.cuda.Event.elapsed_time``, ``torch.cuda.synchronize``, ``time.perf_counter``, ...),
+  snapshotted when this module is imported (before any student code) and compared later.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infralab.i18n import tr
+
+
+class ForeignKernel(RuntimeError):
+    """A timed call launched a Triton kernel that the submission's files do not define."""
+
+
+class NoTimedKernel(RuntimeError):
+    """A timed call of a Triton exercise launched no Triton kernel."""
+
+
+# --- the source: own kernels, torch.compile -------------------------------------------------------
+
+def _decorator_names(node: ast.AST) -> Iterable[str]:
+    for dec in getattr(node, "decorator_list", []):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(target, ast.Attribute):
+            yield target.attr
+        elif isinstance(target, ast.Name):
+            yield target.id
+
+
+def own_kernel_names(sources: Iterable[str]) -> frozenset[str]:
+    """Names of the functions decorated ``@triton.jit`` (or ``@jit``) in these source texts."""
+    names = set()
+    for text in sources:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "jit" in _decorator_names(node):
+                names.add(node.name)
+    return frozenset(names)
+
+
+_COMPILE_MODULES = ("torch._dynamo", "torch._inductor", "torch.compiler")
+
+
+def torch_compile_use(text: str) -> str | None:
+    """What in this source reaches torch.compile (``torch.compile``, ``from torch import compile``,
+    dynamo or Inductor imports), as ``line N: ...``; None when nothing does."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    torch_names = {"torch"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "torch":
+                    torch_names.add(a.asname or "torch")
+                if a.name.startswith(_COMPILE_MODULES):
+                    return f"line {node.lineno}: import {a.name}"
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith(_COMPILE_MODULES) or (
+                    node.module == "torch" and any(a.name in ("compile", "_dynamo", "_inductor", "compiler")
+                                                   for a in node.names)):
+                return f"line {node.lineno}: from {node.module} import {', '.join(a.name for a in node.names)}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("compile", "_dynamo", "_inductor", "compiler") \
+                and isinstance(node.value, ast.Name) and node.value.id in torch_names:
+            return f"line {node.lineno}: {node.value.id}.{node.attr}"
+    return None
+
+
+def _reachable(module: Any) -> Iterator[tuple[str, Any]]:
+    """(name, object) of the module's globals, one level into containers and function closures."""
+    for name, value in vars(module).items():
+        yield name, value
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set)) else ()
+        for i, v in enumerate(inner):
+            yield f"{name}[{i}]", v
+        for i, cell in enumerate(getattr(value, "__closure__", None) or ()):
+            with contextlib.suppress(ValueError):
+                yield f"{name}.<closure {i}>", cell.cell_contents
+
+
+def compiled_object(module: Any) -> str | None:
+    """The name of a torch.compile'd function or module the loaded module holds, or None: what
+    torch.compile returns carries ``_torchdynamo_orig_callable`` (functions) or is an
+    ``OptimizedModule``, however the call to torch.compile was spelled."""
+    for name, value in _reachable(module):
+        if getattr(value, "_torchdynamo_orig_callable", None) is not None or \
+                type(value).__name__ == "OptimizedModule":
+            return name
+    return None
+
+
+def module_files(module: Any) -> list[Path]:
+    """The files of ``module`` and of every module of the same target package loaded so far."""
+    package = module.__name__.split(".", 1)[0]
+    files = []
+    for name, mod in list(sys.modules.items()):
+        if (name == package or name.startswith(package + ".")) and getattr(mod, "__file__", None):
+            files.append(Path(mod.__file__))
+    own = getattr(module, "__file__", None)
+    if own and Path(own) not in files:
+        files.append(Path(own))
+    return sorted(set(files))
+
+
+# --- the timer's functions ------------------------------------------------------------------------
+
+def _timing_refs() -> dict[str, Any]:
+    import torch
+    refs = {"time.perf_counter": time.perf_counter, "time.monotonic": time.monotonic,
+            "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda._sleep": torch.cuda._sleep,
+            "torch.cuda.Event": torch.cuda.Event, "torch.cuda.current_stream": torch.cuda.current_stream}
+    for attr in ("elapsed_time", "record", "synchronize", "query", "wait"):
+        refs[f"torch.cuda.Event.{attr}"] = getattr(torch.cuda.Event, attr, None)
+    try:
+        from torch.profiler import profile
+        refs["torch.profiler.profile"] = profile
+        refs["torch.profiler.profile.export_chrome_trace"] = profile.export_chrome_trace
+    except ImportError:
+        pass
+    return refs
+
+
+@functools.lru_cache(maxsize=1)
+def timing_functions() -> dict[str, Any]:
+    """The timer's functions as they were when first asked (this module's import, before any
+    student code in ``infralab bench`` and the perf tests)."""
+    return _timing_refs()
+
+
+def tampered() -> list[str]:
+    """Names of the timer's functions that are no longer the ones snapshotted."""
+    now = _timing_refs()
+    return [name for name, ref in timing_functions().items() if now.get(name) is not ref]
+
+
+with contextlib.suppress(ImportError):  # snapshot at import; the kit's CPU machines have torch too
+    timing_functions()
+
+
+# --- the candidate ------------------------------------------------------------------------------
+
+@dataclass
+class CheckedCandidate:
+    """One loaded module: ``gate`` (every guard of grading) and ``timed`` (its checked calls)."""
+
+    gate: Any
+    timed: Any
+    triton: bool
+    own_kernels: frozenset[str] = frozenset()
+    problem: str | None = None  # found before any call (torch.compile in a Triton exercise)
+    files: list[str] = field(default_factory=list)
+
+
+class _TimedView:
+    """Attribute access returns the module's functions wrapped in the timed checks."""
+
+    def __init__(self, module: Any, origin: str, banned: tuple[str, ...], triton: bool, own: frozenset[str]):
+        self._module, self._origin, self._banned, self._triton, self._own = module, origin, banned, triton, own
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        fn = getattr(self._module, name)
+        if not callable(fn) or isinstance(fn, type):
+            return fn
+        return functools.wraps(fn)(functools.partial(self._call, fn, f"{self._origin}: {name}"))
+
+    def _call(self, fn, where: str, *args, **kwargs):
+        from infralab.guards import guarding
+        from infralab.triton_watch import watching
+        if not self._triton:
+            with guarding(where, self._banned):
+                return fn(*args, **kwargs)
+        with watching(poison_allocations=False) as watch, guarding(where, self._banned):
+            result = fn(*args, **kwargs)
+        if not watch.launches:
+            raise NoTimedKernel(tr("perf.timed_no_launch", where=where))
+        foreign = sorted({n for n in watch.launches if n not in self._own})
+        if foreign:
+            raise ForeignKernel(tr("perf.timed_foreign_launch", where=where, kernels=", ".join(foreign),
+                                   own=", ".join(sorted(self._own)) or "-"))
+        return result
+
+
+def checked_candidate(impl: Any, *, triton: bool, banned: Iterable[str] = ()) -> CheckedCandidate:
+    """The gate's implementation ``impl`` (an :class:`infralab.targets.Implementation`) and a timed
+    view of the same module object; for a Triton exercise, its own kernels and torch.compile use."""
+    module = getattr(impl, "_module", impl)
+    origin = getattr(impl, "_origin", getattr(module, "__file__", "?"))
+    banned = tuple(getattr(impl, "_banned", ())) or tuple(banned)
+    files = module_files(module) if hasattr(module, "__name__") else []
+    sources = {}
+    for f in files:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            sources[f] = f.read_text(encoding="utf-8")
+    own = own_kernel_names(sources.values()) if triton else frozenset()
+    problem = None
+    if triton:
+        for f, text in sources.items():
+            use = torch_compile_use(text)
+            if use:
+                problem = tr("perf.torch_compile", file=f, where=use)
+                break
+        compiled = None if problem or not hasattr(module, "__dict__") else compiled_object(module)
+        if compiled:
+            problem = tr("perf.torch_compile", file=origin, where=tr("perf.compiled_object", name=compiled))
+    return CheckedCandidate(gate=impl, timed=_TimedView(module, origin, banned, triton, own), triton=triton,
+                            own_kernels=own, problem=problem, files=[str(f) for f in files])
+
+
+def unchecked(impl: Any) -> Any:
+    """The bare module behind ``impl``: for measuring what the checks cost, never for a verdict."""
+    return getattr(impl, "_module", impl)

@@ -1,0 +1,214 @@
+"""The checks of the timed calls (issue #12), on a CPU: the kernel audit over recorded profiler
+kernel lists, the source checks, the timer snapshot, and run_challenge with a fake profiler."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infralab.perf.checked import CheckedCandidate, own_kernel_names, tampered, torch_compile_use
+from infralab.perf.harness import SamplingPolicy, sample_interleaved
+from infralab.perf.kernel_audit import Kernel, audit, family, kernels_from_trace
+from infralab.perf.run import run_challenge
+from tests.test_perf_harness import H200, SMALL, Fake, SoftmaxModule, spec
+
+# names as the H200's profiler (torch 2.11, CUDA 13) reports them; marker first, on the timed stream 7
+MARKER = Kernel("spin_kernel(long)", 7)
+ADD = Kernel("add_kernel", 7)
+COPY = Kernel("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+              "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}>>(int, T1)", 7)
+FILL = Kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+              "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", 7)
+NVJET = Kernel("nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 7)
+CUDNN = Kernel("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32", 7)
+INDUCTOR = Kernel("triton_poi_fused_add_0", 7)
+ATEN_ADD = Kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+                  "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", 7)
+REDUCE = Kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<"
+                "float, at::native::MaxNanFunctor<float>>, unsigned int, float, 4> >(at::native::ReduceOp<...>)", 7)
+OWN = frozenset({"add_kernel"})
+
+
+def test_own_triton_kernels_with_copies_and_fills_pass_the_audit():
+    assert audit([MARKER, COPY, ADD, FILL, ADD], OWN, ["add_kernel", "add_kernel"]) is None
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (NVJET, "cuBLAS"), (CUDNN, "cuDNN"), (INDUCTOR, "Inductor"), (ATEN_ADD, "aten"), (REDUCE, "aten"),
+    (Kernel("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128>>", 7), "attention"),
+])
+def test_a_library_or_compiler_kernel_in_the_batch_rejects_with_its_name(kernel, words):
+    reason = audit([MARKER, ADD, kernel], OWN, ["add_kernel"])
+    assert reason and kernel.name[:40] in reason and words in reason
+
+
+def test_a_batch_without_any_own_kernel_rejects_and_lists_what_ran():
+    reason = audit([MARKER, NVJET], OWN, [])
+    assert reason and "none of the submission's own" in reason and "nvjet" in reason
+
+
+def test_a_kernel_on_another_stream_than_the_marker_rejects_as_a_side_stream():
+    reason = audit([MARKER, Kernel("add_kernel", 13)], OWN, ["add_kernel"])
+    assert reason and "side stream" in reason and "13" in reason
+
+
+def test_a_library_kernel_named_like_an_own_kernel_is_caught_by_the_launch_count():
+    # a @triton.jit function named like cuBLAS's kernel: the name matches, Triton never launched it
+    own = frozenset({"add_kernel", NVJET.name})
+    reason = audit([MARKER, ADD, NVJET], own, ["add_kernel"])
+    assert reason and "Triton launched it 0 times" in reason
+
+
+def test_the_families_keep_copies_and_fills_allowed_and_name_the_rest():
+    assert {family(k.name) for k in (COPY, FILL)} == {"allowed"}
+    assert [family(k.name) for k in (NVJET, CUDNN, INDUCTOR, ATEN_ADD)] == ["cublas", "cudnn", "inductor",
+                                                                            "aten-compute"]
+    assert family("Memcpy DtoD (Device -> Device)") == "allowed"
+
+
+def test_kernels_are_read_from_a_kineto_chrome_trace_in_start_order():
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "add_kernel", "ts": 20, "args": {"stream": 7}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 5},
+        {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 30, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "spin_kernel(long)", "ts": 10, "args": {"stream": 7}},
+        {"ph": "i", "cat": "kernel", "name": "ignored instant"}]}
+    got = kernels_from_trace(trace)
+    assert [k.name for k in got] == ["spin_kernel(long)", "add_kernel", "Memset (Device)"]
+    assert all(k.stream == 7 for k in got) and got[2].kind == "gpu_memset"
+
+
+def test_own_kernels_are_the_jit_functions_of_the_files():
+    src = ("import triton\nfrom triton import jit\n@triton.autotune(configs=[], key=[])\n@triton.jit\n"
+           "def matmul_kernel(a): pass\n@jit\ndef helper(x): pass\n@triton.jit(do_not_specialize=[0])\n"
+           "def k2(x): pass\ndef matmul(a, b): pass\n")
+    assert own_kernel_names([src, "this is not python ("]) == {"matmul_kernel", "helper", "k2"}
+
+
+@pytest.mark.parametrize("src, found", [
+    ("import torch\nf = torch.compile(g)\n", "torch.compile"),
+    ("import torch as t\n@t.compile\ndef f(x): pass\n", "t.compile"),
+    ("from torch import compile as c\n", "from torch import compile"),
+    ("import torch._dynamo\n", "import torch._dynamo"),
+    ("from torch._inductor import config\n", "from torch._inductor"),
+    ("import torch\nre.compile('x')\ntorch.empty(3)\n", None),
+])
+def test_torch_compile_in_the_source_is_found_by_any_spelling(src, found):
+    use = torch_compile_use(src)
+    assert (use is None) if found is None else (found in use)
+
+
+def test_a_patched_event_timer_is_reported_by_name(monkeypatch):
+    assert tampered() == []
+    monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda self, end: 0.0)
+    assert tampered() == ["torch.cuda.Event.elapsed_time"]
+
+
+# --- the profiled batch in the sampling loop and in run_challenge --------------------------------
+
+def test_the_profiled_batch_is_left_out_of_the_statistics_and_runs_even_if_sampling_stops_first():
+    seen = []
+    calls = {"candidate": 1, "baseline": 1}
+    runners = {"candidate": lambda i: None, "baseline": lambda i: None}
+    res = sample_interleaved(runners, Fake([1e-3]), SamplingPolicy(min_samples=4, max_samples=4), calls,
+                             aside=("candidate", 2, lambda r, n, start: seen.append(start)))
+    assert seen == [2] and len(res.timings["candidate"].samples) == 3 and len(res.timings["baseline"].samples) == 4
+    seen.clear()
+    sample_interleaved(runners, Fake([1e-3]), SamplingPolicy(min_samples=4, max_samples=4), calls,
+                       aside=("candidate", 50, lambda r, n, start: seen.append(start)))
+    assert seen == [4]  # after the last round
+
+
+def _candidate(module, triton=True, problem=None):
+    return CheckedCandidate(gate=module, timed=module, triton=triton, own_kernels=frozenset({"softmax_kernel"}),
+                            problem=problem)
+
+
+def _run(candidate, profiler):
+    c = spec(dtype="float32", shapes=[{"M": 8, "N": 300}])
+    return run_challenge(candidate, c, c["shapes"][0], H200, timer=Fake([1e-3]), target="test",
+                         exercise="part03_kernels.softmax", device="cpu", policy=SMALL, profiler=profiler)
+
+
+def test_each_round_profiles_one_batch_and_an_own_kernel_batch_is_accepted():
+    batches = []
+
+    def profiler(run):
+        run()
+        batches.append(1)
+        return [MARKER, Kernel("softmax_kernel", 7)], ["softmax_kernel"]
+
+    e = _run(_candidate(SoftmaxModule), profiler)
+    assert e["correct"] and len(batches) == 2
+    assert [b["problem"] for b in e["evidence"]["profiled_batches"]] == [None, None]
+    assert any("CUDA profiler" in p for p in e["protections"])
+
+
+def test_a_cublas_kernel_in_the_profiled_batch_rejects_the_answer_even_when_right():
+    e = _run(_candidate(SoftmaxModule), lambda run: (run(), ([MARKER, Kernel("softmax_kernel", 7), NVJET],
+                                                             ["softmax_kernel"]))[1])
+    assert e["decision"] == "reject" and "nvjet_tst" in e["reason"] and "profiled timed batch" in e["reason"]
+
+
+def test_a_source_problem_rejects_before_any_call():
+    class Never:
+        @staticmethod
+        def softmax(x):
+            raise AssertionError("called")
+
+    e = _run(_candidate(Never, problem="x.py, line 3: torch.compile"), None)
+    assert e["decision"] == "reject" and "torch.compile" in e["reason"]
+
+
+def test_a_timed_call_that_raises_rejects_with_the_error():
+    class GateOnly:
+        calls = 0
+
+        @classmethod
+        def softmax(cls, x):
+            cls.calls += 1
+            if cls.calls > 3:
+                raise RuntimeError("no Triton kernel this time")
+            return torch.softmax(x.float(), -1).to(x.dtype)
+
+    e = _run(_candidate(GateOnly), None)
+    assert e["decision"] == "reject" and "a timed call failed" in e["reason"] and "no Triton kernel" in e["reason"]
+
+
+def test_the_timed_view_runs_the_same_module_object_as_the_gate():
+    from infralab.perf.checked import checked_candidate
+    from infralab.course import load_course
+    from infralab.targets import InProcessTarget, parse_target
+    course = load_course(None)
+    tgt = InProcessTarget(parse_target("solutions", course.root), {}, frozenset({"part03_kernels.softmax"}))
+    try:
+        cand = checked_candidate(tgt.load("part03_kernels.softmax"), triton=True)
+        assert cand.timed._module is cand.gate._module and cand.own_kernels == {"softmax_kernel"}
+        assert cand.problem is None and any(f.endswith("softmax.py") for f in cand.files)
+    finally:
+        tgt.close()
+
+
+def test_torch_compile_in_a_hostile_sample_is_found_at_load():
+    from infralab.course import load_course
+    from infralab.perf.checked import checked_candidate
+    from infralab.targets import InProcessTarget, parse_target
+    course = load_course(None)
+    sample = course.root / "fixtures" / "submissions_gpu" / "compile_rmsnorm"
+    tgt = InProcessTarget(parse_target(str(sample), course.root), {}, frozenset({"part03_kernels.rmsnorm"}))
+    try:
+        cand = checked_candidate(tgt.load("part03_kernels.rmsnorm"), triton=True)
+        assert cand.problem and "torch.compile" in cand.problem and "rmsnorm.py" in cand.problem
+    finally:
+        tgt.close()
+
+
+
+def test_a_torch_compile_hidden_from_the_text_is_found_on_the_loaded_module():
+    import types
+    mod = types.ModuleType("hidden")
+    compiler = getattr(torch, "comp" + "ile")
+    mod.table = {"add": compiler(lambda x, y: x + y)}  # compiling is lazy: nothing runs here
+    from infralab.perf.checked import compiled_object
+    assert compiled_object(mod) == "table[0]"
+    mod.table = {}
+    assert compiled_object(mod) is None
