@@ -84,3 +84,13 @@ def test_the_gradescope_field_has_the_best_accepted_figure_per_challenge():
     field = gradescope_leaderboard(record(entry("a", 3000.0), entry("a", 3500.0), entry("a", 9000.0, "reject"),
                                           entry("a", 2.0, challenge="small", decision="tune")))
     assert field == [{"name": "softmax/large M=32768 N=4096 (h200) GB/s", "value": 3500.0, "order": "desc"}]
+
+
+def test_results_json_carries_the_leaderboard_only_where_a_gpu_figure_exists():
+    from infralab.outputs.gradescope import results_json
+    base = {"points": 1.0, "max_points": 1.0, "exercises": [], "environment": {}, "mode": "grade", "flags": [],
+            "protections": {}}
+    gpu = results_json({**base, **record(entry("a", 3500.0))})
+    assert gpu["leaderboard"] == [{"name": "softmax/large M=32768 N=4096 (h200) GB/s", "value": 3500.0,
+                                   "order": "desc"}]
+    assert "leaderboard" not in results_json({**base, **record(entry("a", 1.0, kind="cpu-logic-check"))})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infralab.i18n import tr
 from infralab.record import score_tests
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -24,7 +25,7 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
         for i, (t, won, possible) in enumerate(test_points(ex), start=1):
             output = t["message"] or ("passed" if t["outcome"] == "passed" else "")
             if t.get("diagnosis") and t["diagnosis"] not in output:
-                output += f"\nThis looks like: {t['diagnosis']}"
+                output += "\n" + tr("core.looks_like", diagnosis=t["diagnosis"])
             tests.append({
                 "name": f"{ex['id']}: {t['name']}",
                 "number": f"{ex['part'][4:6].lstrip('0') or '0'}.{ex['name']}.{i}",
@@ -37,7 +38,8 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
         if not ex["tests"] and ex["status"] == "error":
             tests.append({"name": f"{ex['id']}: grading", "score": 0.0, "max_score": ex["max_points"],
                           "status": "failed", "output": ex["first_failure"], "visibility": "visible"})
-    return {
+    from infralab.leaderboard import gradescope_leaderboard
+    out = {
         "score": record["points"],
         "execution_time": int(round(record.get("duration_s", 0.0))),
         "output": f"{record['points']:g} / {record['max_points']:g} points",
@@ -47,3 +49,7 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
         "extra_data": {"environment": record["environment"], "seed_mode": record["mode"],
                        "flags": record["flags"], "protections": record["protections"]},
     }
+    leaderboard = gradescope_leaderboard(record)
+    if leaderboard:  # GPU challenges only: a CPU record has no figure to rank
+        out["leaderboard"] = leaderboard
+    return out
