@@ -8,13 +8,14 @@ from rich.console import Console
 from rich.table import Table
 
 from infralab.course import load_course
+from infralab.options import positive_int
 from infralab.soundness import check_soundness
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", action="append", help="only this part (repeatable)")
     p.add_argument("--exercise", action="append", help="only this exercise")
-    p.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers")
+    p.add_argument("--jobs", type=positive_int, default=1, help="pytest-xdist workers")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
     p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
 
