@@ -9,6 +9,8 @@ from rich.table import Table
 
 from infralab.course import load_course
 from infralab.options import positive_int
+from infralab.i18n import tr
+from infralab.outputs.terminal import progress
 from infralab.soundness import check_soundness
 
 
@@ -23,7 +25,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     course = load_course(args.course)
     exercises = course.select(args.part, args.exercise)
-    results, _ = check_soundness(course, exercises, jobs=args.jobs)
+    results = []
+    with progress(Console(stderr=True), "validating", len(exercises)) as step:  # stdout stays for --json
+        for ex in exercises:  # one pytest run per exercise, so each finished one shows
+            found, _ = check_soundness(course, (ex,), jobs=args.jobs)
+            results += found
+            step(ex.id, tr("intake.validated_line", exercise=ex.id,
+                           verdict="sound" if all(r.sound for r in found) else "holes"))
     if args.json:
         print(json.dumps([r.__dict__ | {"sound": r.sound} for r in results], indent=2))
     else:
