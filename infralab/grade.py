@@ -211,7 +211,7 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
 
         def done(record: dict) -> None:
             folder = out / record["student"]
-            if (folder / "record.json").is_file():  # graded again: this student's old outputs go
+            if folder.resolve().parent == out and (folder / "record.json").is_file():  # graded again: old outputs go
                 shutil.rmtree(folder)
             try:
                 write_outputs(record, course, folder)

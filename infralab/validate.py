@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     course = load_course(args.course)
     exercises = course.select(args.part, args.exercise)
     results = []
-    with progress(Console(stderr=True), "validating", len(exercises)) as step:  # stdout stays for --json
+    with progress(Console(stderr=True), tr("intake.validating"), len(exercises)) as step:  # stdout stays for --json
         for ex in exercises:  # one pytest run per exercise, so each finished one shows
             found, _ = check_soundness(course, (ex,), jobs=args.jobs)
             results += found

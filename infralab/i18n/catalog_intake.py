@@ -77,6 +77,7 @@ MESSAGES = {
     ),
     "intake.details": ("details", "详情"),
     "intake.grades": ("grades", "成绩"),
+    "intake.validating": ("validating", "验证中"),
     "intake.submission_heading": ("Your submission", "你的提交"),
     "intake.notes_heading": ("Notes", "说明"),
     "intake.flags_heading": ("Flags for the instructor", "给教师的提示"),

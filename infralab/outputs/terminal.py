@@ -132,7 +132,8 @@ def class_table(records: list[dict[str, Any]], exercise_ids: list[str], width: i
     an ellipsis: names fold."""
     maxima = maxima or {ex["id"]: ex["max_points"] for r in records for ex in r["exercises"]}
     groups, with_flags = _layout(records, exercise_ids, maxima, width)
-    table = Table(title="grades")
+    from infralab.i18n import tr
+    table = Table(title=tr("intake.grades"))
     table.add_column("student", overflow="fold", min_width=7)
     rows = [_cells(r, groups) for r in records]
     for k, (label, ids) in enumerate(groups):
