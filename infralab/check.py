@@ -6,8 +6,10 @@ import json
 import sys
 
 from infralab.course import load_course
+from infralab.options import seed_int
 from infralab.outputs.terminal import print_record
 from infralab.runner import TestRun, run_tests
+from infralab.targets import parse_target
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,16 +19,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exercise", action="append", help="only this exercise, e.g. rope or part01_transformer.rope")
     p.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
     p.add_argument("--json", action="store_true", help="print the result record as JSON instead of a table")
-    p.add_argument("--seed", type=int, default=None, help="repeat a run with this base seed")
+    p.add_argument("--seed", type=seed_int, default=None, help="repeat a run with this base seed")
     p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
 
 
 def run(args: argparse.Namespace) -> int:
     course = load_course(args.course)
     exercises = course.select(args.part, args.exercise)
-    if not exercises:
-        print(f"infralab check: no exercise matches --part {args.part} --exercise {args.exercise}", file=sys.stderr)
-        return 2
+    parse_target(args.target, course.root)  # a bad --target is one line (TargetError), before pytest starts
     hidden = args.hidden
     if hidden and not (course.root / "graders").is_dir():
         print("infralab check: --hidden needs the graders/ folder (the instructor's copy)", file=sys.stderr)

@@ -2,11 +2,11 @@
 ``add_arguments(parser)`` and ``run(args) -> int``; they are imported only when used."""
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 
 from infralab.errors import InfralabError
+from infralab.options import OneLineParser
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="infralab", description="infralab: LLM-infrastructure course kit")
+    parser = OneLineParser(prog="infralab", description="infralab: LLM-infrastructure course kit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
     chosen = argv[0] if argv and argv[0] in COMMANDS else None

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from infralab.errors import CourseError
+from infralab.errors import CourseError, InfralabError
 
 COURSE_FILE = "course.yml"
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -81,7 +81,14 @@ class Course:
         raise KeyError(exercise_id)
 
     def select(self, parts: list[str] | None = None, exercises: list[str] | None = None) -> tuple[Exercise, ...]:
-        """Exercises filtered by part ids and by exercise ids (``rope`` or ``part01_transformer.rope``)."""
+        """Exercises filtered by part ids and by exercise ids (``rope`` or ``part01_transformer.rope``).
+
+        A name that is not a part or an exercise of the course, or a choice that leaves nothing,
+        is an :class:`InfralabError` naming the option and the closest name: nothing runs.
+        """
+        _check_names("--part", parts or [], [p.id for p in self.parts], "intake.what_part")
+        _check_names("--exercise", exercises or [], [ex.name for ex in self.exercises], "intake.what_exercise",
+                     also=[ex.id for ex in self.exercises])
         chosen = []
         for ex in self.exercises:
             if parts and ex.part not in parts:
@@ -89,6 +96,10 @@ class Course:
             if exercises and ex.id not in exercises and ex.name not in exercises:
                 continue
             chosen.append(ex)
+        if not chosen:
+            from infralab.i18n import tr
+            raise InfralabError(tr("intake.nothing_selected", parts=" ".join(parts or []),
+                                   exercises=" ".join(exercises or [])))
         return tuple(chosen)
 
     def exercise_for_test_file(self, path: Path) -> tuple[Exercise, str] | None:
@@ -100,6 +111,20 @@ class Course:
             if path == (self.root / ex.hidden_tests).resolve():
                 return ex, "hidden"
         return None
+
+
+def _check_names(option: str, given: list[str], known: list[str], what: str, also: list[str] = ()) -> None:
+    """Each name given to ``option`` is in ``known`` (or ``also``), else one error with the closest name."""
+    import difflib
+
+    from infralab.i18n import tr
+    known = sorted(set(known))
+    for name in given:
+        if name not in known and name not in also:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = tr("intake.did_you_mean", name=close[0]) if close else \
+                tr("intake.expected_one_of", names=", ".join(known[:40]) + (", ..." if len(known) > 40 else ""))
+            raise InfralabError(tr("intake.unknown_selection", option=option, value=name, what=tr(what), hint=hint))
 
 
 class _Reader:
@@ -217,16 +242,52 @@ def _perf_challenge(r: _Reader, profiles: set[str]) -> dict[str, Any]:
     return validate_challenge(r.file, r.key, dict(r.data))
 
 
+def _line_column(text: str | bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    newline = "\n" if isinstance(text, str) else b"\n"
+    head = text[:offset]
+    return head.count(newline) + 1, offset - (head.rfind(newline) + 1) + 1
+
+
+def load_yaml(file: Path) -> Any:
+    """The data of a YAML file the kit reads (course.yml, hardware profiles).
+
+    Every way the file can be unusable is one :class:`CourseError` naming the file, with the line
+    and column where that applies: unreadable, not UTF-8 (a file saved as GBK), binary content,
+    a YAML syntax error.
+    """
+    from infralab.i18n import tr
+    try:
+        raw = Path(file).read_bytes()
+    except OSError as e:
+        raise CourseError(file, "", tr("intake.yaml_unreadable", error=f"{type(e).__name__}: {e.strerror or e}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = _line_column(raw, e.start)
+        raise CourseError(file, "", tr("intake.yaml_not_utf8", line=line, column=column,
+                                       byte=f"0x{raw[e.start]:02x}")) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow: binary content
+        line, column = _line_column(text, e.position)
+        raise CourseError(file, "", tr("intake.yaml_binary", line=line, column=column,
+                                       byte=f"0x{e.character:02x}" if isinstance(e.character, int)
+                                       else repr(e.character))) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        raise CourseError(file, "", tr("intake.yaml_syntax", line=line, column=column, problem=problem)) from None
+
+
 def load_course(root: Path | str | None = None) -> Course:
     """Load and validate ``course.yml`` under ``root`` (default: found from the current directory)."""
     root = Path(root).resolve() if root is not None else find_course_root()
     file = root / COURSE_FILE
     if not file.is_file():
         raise CourseError(file, "", "a course.yml file")
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise CourseError(file, "", "valid YAML", str(e).splitlines()[0]) from None
+    data = load_yaml(file)
     r = _Reader(file, data)
     r.mapping({"course", "parts", "profiles_dir", "release", "solutions"}, {"course", "parts"})
     release = r.get("release", False).data is True  # written by `infralab release`

@@ -9,17 +9,22 @@ A submission whose grading crashes gets a record that says so (0 points); the ba
 
 Outputs, all rendered from the records (:mod:`infralab.outputs`)::
 
-    DIR/gradebook.csv                   one row per student, a column per exercise, total
+    DIR/gradebook.csv                   one row per student in DIR, a column per exercise, total, date
     DIR/<student>/record.json           the result record
     DIR/<student>/results.json          Gradescope
     DIR/<student>/junit.xml             JUnit XML
     DIR/<student>/feedback.html         feedback page (no hidden test source)
+
+Grading again into the same DIR merges: a student graded again replaces only their own folder
+and row; the gradebook lists every student whose record is in DIR, with the date of each one's
+grading. A submission intake could not read (or an empty one) is not graded: its record says why.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -30,8 +35,10 @@ from typing import Any
 
 from infralab.course import Course, load_course
 from infralab.errors import InfralabError
+from infralab.i18n import tr
 from infralab.judge.cage import CageLimits
-from infralab.judge.intake import Submission, discover, stage
+from infralab.judge.intake import Submission, discover, is_results_folder, stage
+from infralab.options import positive_int, positive_number, require_positive, seed_int
 from infralab.record import build_record, write_record
 from infralab.release import require_hidden_tests
 from infralab.runner import TestRun, run_tests
@@ -49,15 +56,24 @@ class GradeOptions:
     memory_bytes: int = 4 << 30
     hide: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:  # the same rule as the CLI's option types, for every caller
+        require_positive("--call-timeout", self.call_timeout_s)
+        require_positive("--timeout", self.budget_s)
+        require_positive("--memory", self.memory_bytes)
+        if int(self.seed) < 0:
+            raise InfralabError(f"--seed: {tr('intake.expected_int_at_least', minimum=0, value=str(self.seed))}")
+
     def limits(self) -> CageLimits:
         return CageLimits(call_timeout_s=self.call_timeout_s, budget_s=self.budget_s,
                           memory_bytes=self.memory_bytes, hide=list(self.hide))
 
 
-def _error_record(course: Course, exercise_ids: list[str], student: str, message: str) -> dict[str, Any]:
+def _error_record(course: Course, exercise_ids: list[str], student: str, message: str,
+                  kind: str = "grading-error") -> dict[str, Any]:
+    """A record for a submission that was not graded: every exercise in error, with the reason."""
+    flags = [{"kind": kind, "detail": message[-1500:], "source": "judge"}] if kind else []
     record = build_record(course, student, "grade", [], started=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-                          duration_s=0.0, exercise_ids=exercise_ids,
-                          flags=[{"kind": "grading-error", "detail": message[-1500:], "source": "judge"}])
+                          duration_s=0.0, exercise_ids=exercise_ids, flags=flags)
     for ex in record["exercises"]:
         ex["status"], ex["first_failure"] = "error", message.splitlines()[0][:300] if message else "error"
     record["max_points"] = round(sum(ex["max_points"] for ex in record["exercises"]), 4)
@@ -65,10 +81,12 @@ def _error_record(course: Course, exercise_ids: list[str], student: str, message
 
 
 def grade_one(course_root: str, student: str, staged: str, options: dict[str, Any],
-              ignored: list[str]) -> dict[str, Any]:
+              intake: dict[str, Any]) -> dict[str, Any]:
     """Grade one staged submission; never raises (a failure is a record with a grading-error flag).
 
-    Plain arguments so the same function runs in a local thread or as a Ray task.
+    ``intake`` is :meth:`Submission.report`: its flags and notes go into the record; a submission
+    intake could not read is not graded. Plain arguments so the same function runs in a local
+    thread or as a Ray task.
     """
     try:
         course = load_course(course_root)
@@ -78,8 +96,11 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         return {"schema": "infralab.record/1", "target": student, "student": student, "mode": "grade",
                 "points": 0.0, "max_points": 0.0, "exercises": [], "environment": {}, "protections": {},
                 "perf": [], "flags": [{"kind": "grading-error", "detail": f"{type(e).__name__}: {e}",
-                                       "source": "judge"}], "submission": {"ignored_files": list(ignored)}}
+                                       "source": "judge"}], "submission": {"ignored_files": intake["ignored_files"]}}
     ids = [ex.id for ex in chosen]
+    if intake.get("unread"):
+        record = _error_record(course, ids, student, tr("intake.not_graded", reason=intake["unread"]), kind="")
+        return _with_intake(record, student, intake)
     env = dict(os.environ)
     env["INFRALAB_JUDGE"] = json.dumps(asdict(opts.limits()))
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
@@ -95,16 +116,20 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going
         record = _error_record(course, ids, student, f"{type(e).__name__}: {e}")
-    record["target"] = student
-    record["student"] = student
     for ex in record["exercises"]:  # the staging folder's path differs between runs; the student does not
         for t in ex["tests"]:
             if t.get("target") == staged:
                 t["target"] = student
-    record["submission"] = {"ignored_files": list(ignored)}
-    for line in ignored:  # flag what could have been code; a README is just listed
-        if line.split(":", 1)[0].endswith((".py", ".pth", ".so")) or "symbolic link" in line or "unsafe" in line:
-            record["flags"].append({"kind": "ignored-file", "detail": line, "source": "intake"})
+    return _with_intake(record, student, intake)
+
+
+def _with_intake(record: dict[str, Any], student: str, intake: dict[str, Any]) -> dict[str, Any]:
+    """The record, named after the student, with what intake found (flags first: they explain zeros)."""
+    record["target"] = student
+    record["student"] = student
+    record["submission"] = {"ignored_files": list(intake["ignored_files"])}
+    record["flags"] = [*intake["flags"], *record["flags"]]
+    record["notes"] = [*intake["notes"], *record.get("protections", {}).pop("notes", [])]
     return record
 
 
@@ -176,19 +201,21 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
           backend: str = "local", address: str | None = None,
           on_done: Callable[[dict], None] | None = None) -> list[dict]:
     """Stage, grade and write every output; returns the records in submission order."""
-    from infralab.outputs import write_outputs, write_gradebook
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    from infralab.outputs import write_outputs
+    out = results_folder(out)
     with tempfile.TemporaryDirectory(prefix="infralab-grade-") as staging:
         options.hide = sorted({*options.hide, str(out), staging, *(str(s.source.resolve().parent) for s in submissions)})
         tasks: list[Task] = []
         for sub in submissions:
-            stage(sub, Path(staging))
-            tasks.append((str(course.root), sub.student, str(sub.staged), asdict(options), sub.ignored))
+            stage(sub, Path(staging), course)
+            tasks.append((str(course.root), sub.student, str(sub.staged), asdict(options), sub.report()))
 
         def done(record: dict) -> None:
+            folder = out / record["student"]
+            if folder.resolve().parent == out and (folder / "record.json").is_file():  # graded again: old outputs go
+                shutil.rmtree(folder)
             try:
-                write_outputs(record, course, out / record["student"])
+                write_outputs(record, course, folder)
             except Exception as e:  # noqa: BLE001 - one student's rendering never stops the batch
                 record["flags"].append({"kind": "grading-error", "source": "outputs",
                                         "detail": f"writing the outputs failed: {type(e).__name__}: {e}"})
@@ -202,8 +229,31 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
             records = run_local(tasks, jobs, done)
     order = {s.student: i for i, s in enumerate(submissions)}
     records.sort(key=lambda r: order[r["student"]])
-    exercise_ids = list(options.exercises) or [ex.id for ex in course.exercises]
-    write_gradebook(records, course, exercise_ids, out / "gradebook.csv")
+    write_class_gradebook(course, out, list(options.exercises) or [ex.id for ex in course.exercises])
+    return records
+
+
+def results_folder(out: Path | str) -> Path:
+    """``--out`` resolved and created; a file, or a folder of submissions or a course, is refused."""
+    out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise InfralabError(tr("intake.out_not_folder", path=out))
+    if out.is_dir() and not is_results_folder(out) and any((out / n).exists() for n in ("course.yml", "exercises")):
+        raise InfralabError(tr("intake.out_is_submission", path=out))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_class_gradebook(course: Course, out: Path, exercise_ids: list[str]) -> list[dict]:
+    """gradebook.csv from every record in ``out`` (this run's and earlier ones'): nothing is lost.
+
+    Columns: the exercises graded now or in any earlier run into ``out``, in course order.
+    """
+    from infralab.outputs import write_gradebook
+    records = sorted(iter_records(out), key=lambda r: str(r.get("student", "")))
+    graded = set(exercise_ids) | {ex["id"] for r in records for ex in r.get("exercises", [])}
+    columns = [ex.id for ex in course.exercises if ex.id in graded]
+    write_gradebook(records, course, columns, out / "gradebook.csv")
     return records
 
 
@@ -216,50 +266,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="with --notebooks: the gradebook URL (default: the course directory's sqlite)")
     p.add_argument("--part", action="append", default=[], help="grade only this part (repeatable)")
     p.add_argument("--exercise", action="append", default=[], help="grade only this exercise (repeatable)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: one per core)")
-    p.add_argument("--seed", type=int, default=0, help="the grading seed (the same seed gives the same verdicts)")
+    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
+                   help="submissions graded at once (default: one per core)")
+    p.add_argument("--seed", type=seed_int, default=0, help="the grading seed (the same seed gives the same verdicts)")
     p.add_argument("--visible", action="store_true", help="also run the visible tests")
-    p.add_argument("--call-timeout", type=float, default=20.0, help="seconds one call into student code may take")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds of student code per submission")
-    p.add_argument("--memory", type=float, default=4.0, help="GiB of address space for the executor (CPU only)")
+    p.add_argument("--call-timeout", type=positive_number, default=20.0, help="seconds one call into student code may take")
+    p.add_argument("--timeout", type=positive_number, default=180.0, help="seconds of student code per submission")
+    p.add_argument("--memory", type=positive_number, default=4.0, help="GiB of address space for the executor (CPU only)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from infralab.outputs.terminal import class_table
+    from infralab.outputs.terminal import class_report, progress
 
     if args.notebooks is not None:
         from infralab.nbgrader.cli import grade_notebooks_command
         return grade_notebooks_command(args)
     if not args.submissions or args.out is None:
-        raise InfralabError("give the submissions and --out (or --notebooks SUBMITTED_DIR)")
+        raise InfralabError(tr("intake.need_submissions"))
     course = load_course()
     chosen = course.select(args.part or None, args.exercise or None)
-    if not chosen:
-        raise InfralabError("no exercise matches --part/--exercise")
     require_hidden_tests(course, chosen)  # a student release: refuse, never grade on visible tests
-    try:
-        submissions = discover(args.submissions)
-    except FileNotFoundError as e:
-        raise InfralabError(str(e)) from None
+    out = results_folder(args.out)
+    skipped: list[str] = []
+    submissions = discover(args.submissions, exclude=out, skipped=skipped)
+    console = Console()
+    for line in skipped:
+        console.print(line, markup=False, highlight=False)
     if not submissions:
-        raise InfralabError("no submissions found")
+        raise InfralabError(tr("intake.no_submissions", paths=" ".join(map(str, args.submissions))))
     options = GradeOptions(exercises=tuple(ex.id for ex in chosen), seed=args.seed, visible=args.visible,
                            call_timeout_s=args.call_timeout, budget_s=args.timeout,
                            memory_bytes=int(args.memory * (1 << 30)))
-    console = Console()
-    with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=console) as progress:
-        bar = progress.add_task("", total=len(submissions))
-        records = grade(course, submissions, args.out, options, jobs=args.jobs, backend=args.backend,
+    with progress(console, tr("intake.grades"), len(submissions)) as step:
+        records = grade(course, submissions, out, options, jobs=args.jobs, backend=args.backend,
                         address=args.address,
-                        on_done=lambda r: progress.update(bar, advance=1, description=r["student"]))
-    console.print(class_table(records, [ex.id for ex in chosen]))
-    console.print(f"outputs in {args.out}/ (gradebook.csv, <student>/results.json, junit.xml, feedback.html)")
+                        on_done=lambda r: step(r["student"], tr("intake.graded_line", student=r["student"],
+                                                                   points=f"{r['points']:g}",
+                                                                   max_points=f"{r['max_points']:g}")))
+    class_report(console, records, [ex.id for ex in chosen])
+    console.print(tr("intake.outputs_in", out=out, count=sum(1 for _ in out.glob("*/record.json"))),
+                  markup=False, highlight=False)
     return 0
 
 

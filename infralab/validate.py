@@ -8,13 +8,16 @@ from rich.console import Console
 from rich.table import Table
 
 from infralab.course import load_course
+from infralab.options import positive_int
+from infralab.i18n import tr
+from infralab.outputs.terminal import progress
 from infralab.soundness import check_soundness
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", action="append", help="only this part (repeatable)")
     p.add_argument("--exercise", action="append", help="only this exercise")
-    p.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers")
+    p.add_argument("--jobs", type=positive_int, default=1, help="pytest-xdist workers")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
     p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
     from infralab.mutate import add_arguments as add_mutate_arguments
@@ -27,7 +30,13 @@ def run(args: argparse.Namespace) -> int:
     if args.mutate:
         from infralab.mutate import command as mutate_command
         return mutate_command(course, exercises, args)
-    results, _ = check_soundness(course, exercises, jobs=args.jobs)
+    results = []
+    with progress(Console(stderr=True), tr("intake.validating"), len(exercises)) as step:  # stdout stays for --json
+        for ex in exercises:  # one pytest run per exercise, so each finished one shows
+            found, _ = check_soundness(course, (ex,), jobs=args.jobs)
+            results += found
+            step(ex.id, tr("intake.validated_line", exercise=ex.id,
+                           verdict="sound" if all(r.sound for r in found) else "holes"))
     if args.json:
         print(json.dumps([r.__dict__ | {"sound": r.sound} for r in results], indent=2))
     else:

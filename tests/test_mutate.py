@@ -75,7 +75,7 @@ def test_validate_mutate_kills_reports_survivors_and_honours_the_equivalent_list
     assert data["killed"] == data["tested"] - len(data["outcomes"])
     assert 0 < data["kill_rate"] < 1
     page = (reports / "part01_demo.double.md").read_text(encoding="utf-8")
-    assert f"-def double(x, unused=1):\n+def double(x, unused=0):" in page, "the survivor's diff"
+    assert "-def double(x, unused=1):\n+def double(x, unused=0):" in page, "the survivor's diff"
     assert stale.id in page and "if n > 6:" in page, "the stale entry is flagged"
     assert "part01_demo.double" in (reports / "README.md").read_text(encoding="utf-8")
     assert unmarked.id in out

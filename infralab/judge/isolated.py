@@ -115,6 +115,7 @@ class IsolatedTarget:
             triton = tuple(sorted(state.triton)) if state is not None else ()
         self.flags: list[dict] = []
         self.ignored: list[str] = []
+        self.notes: list[str] = []  # how it ran, for the record's notes (not flags: nothing suspicious)
         code, self.package = self._code_tree(Path(course_root))
         self.cage = Cage(code, self.package, Path(course_root), self.limits,
                          {k: list(v) for k, v in (banned or {}).items()}, triton)
@@ -341,7 +342,10 @@ class IsolatedTarget:
         answer, out = self._request(f"{module} on {world_size} ranks", header, tensors,
                                     timeout_s=float(timeout_s) * max(1, len(calls)) + 10)
         if backend != "sim":
-            self._flag("backend", f"{module}: ran on the simulated group inside the cage instead of {backend}")
+            from infralab.i18n import tr
+            note = tr("intake.simulated_group", module=module, backend=backend)
+            if note not in self.notes:
+                self.notes.append(note)
         results = self._answer(answer, out, self.generation)
         return [[RankResult(value=r["value"], sends=[tuple(x) for x in r["sends"]],
                             recvs=[tuple(x) for x in r["recvs"]], collectives=list(r["collectives"]))
@@ -371,6 +375,7 @@ class IsolatedTarget:
     def protections(self) -> dict:
         report = self.cage.protections()
         report["ignored_files"] = list(self.ignored)
+        report["notes"] = list(self.notes)
         return report
 
 
@@ -381,6 +386,7 @@ def protections_report(targets: Any) -> dict:
         return {"mode": "isolated", "isolated": True, "note": "no implementation was loaded"}
     report = reports[0]
     report["ignored_files"] = sorted({f for r in reports for f in r["ignored_files"]})
+    report["notes"] = sorted({n for r in reports for n in r["notes"]})
     return report
 
 

@@ -27,6 +27,22 @@ def _status_class(status: str) -> str:
     return status.split()[0]
 
 
+def _submission_section(record: dict[str, Any]) -> list[str]:
+    """What intake found in the submission (a misnamed module, an unreadable zip) and its notes,
+    above the points: it explains a zero before the student reads the tests."""
+    from infralab.i18n import both
+    found = [fl for fl in record.get("flags", []) if fl.get("source") == "intake" and fl.get("kind") != "ignored-file"]
+    notes = record.get("notes", [])
+    if not found and not notes:
+        return []
+    parts = [f"<h2>{escape(both('intake.submission_heading')).replace(chr(10), ' · ')}</h2>"]
+    parts += [f"<div class='flag'><b>{escape(str(fl['kind']))}</b>: {escape(str(fl.get('detail', '')))}</div>"
+              for fl in found]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{escape(str(n))}</li>" for n in notes) + "</ul>")
+    return parts
+
+
 def feedback_html(record: dict[str, Any]) -> str:
     student = escape(str(record.get("student", record["target"])))
     parts = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Feedback · {student}</title>"
@@ -34,6 +50,7 @@ def feedback_html(record: dict[str, Any]) -> str:
              f"<h1>Feedback 评分反馈 · {student}</h1>",
              f"<p class='sub'>course {escape(record['course'])} · mode {escape(record['mode'])}</p>",
              f"<p class='total'>{record['points']:g} / {record['max_points']:g} points 分</p>",
+             *_submission_section(record),
              "<table><tr><th>exercise 练习</th><th>tests</th><th>points</th><th>status</th></tr>"]
     for ex in record["exercises"]:
         parts.append(f"<tr><td>{escape(ex['id'])}</td><td>{ex['passed']}/{ex['total']}</td>"

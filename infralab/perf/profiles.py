@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from infralab.course import load_yaml
 from infralab.errors import CourseError
 
 # Ceilings a profile that runs performance challenges must give, and what they mean.
@@ -167,11 +167,7 @@ def parse_profile(file: Path | str, data: Any) -> Profile:
 
 def load_profile(file: Path | str) -> Profile:
     file = Path(file)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise CourseError(file, "", "valid YAML", str(e).splitlines()[0]) from None
-    return parse_profile(file, data)
+    return parse_profile(file, load_yaml(file))
 
 
 def load_profiles(folder: Path | str) -> dict[str, Profile]:
