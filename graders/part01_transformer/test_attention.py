@@ -3,16 +3,14 @@
 The reference mask is built element by element from the definition; the reference attention
 runs in float64 with an explicit KV-head index per query head.
 """
-import math
-
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.mistakes.part01_transformer.attention import (EMPTY_ROWS_NAN, HALF_SCORES_OVERFLOW, attention_mistakes,
-                                                            check_attention, qkv, reference_attention, reference_mask)
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.mistakes.part01_transformer.attention import (EMPTY_ROWS_NAN, HALF_SCORES_OVERFLOW, check_attention,
+                                                            qkv, reference_attention, reference_mask)
+from infralab.testing import Mismatch, assert_close, assert_equal
 
 MODULE = "part01_transformer.attention"
 
