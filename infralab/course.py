@@ -43,6 +43,8 @@ class Exercise:
     perf: tuple[dict[str, Any], ...] = ()
     banned: tuple[str, ...] = ()  # torch routines the implementation may not call (see guards.py)
     triton: bool = False  # every call must launch a @triton.jit kernel (see guards.py)
+    # mutant name -> why only the hidden tests catch it (docs/authoring.md); every other mutant fails a visible test
+    hidden_only: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def id(self) -> str:
@@ -188,7 +190,7 @@ class _Reader:
 
 
 _EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned",
-                  "triton"}
+                  "triton", "hidden_only"}
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
@@ -218,6 +220,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
         requires=requires, perf=tuple(perf),
         banned=tuple(b.ident() for b in r.get("banned", []).list()),
         triton=r.get("triton", False).bool(),
+        hidden_only=_hidden_only(root, r.get("hidden_only", {}), mutants, release),
     )
     for tree in ("exercises",) if release or not solutions else ("exercises", "solutions"):  # releases, bundles: none
         if not (root / tree / ex.module_path).is_file():
@@ -226,6 +229,20 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
         if not (root / path).is_file():
             raise r.error(f"an existing test file at {path}", key=f"{r.key}.{key}")
     return ex
+
+
+def _hidden_only(root: Path, r: _Reader, mutants: Path, release: bool) -> dict[str, str]:
+    """``hidden_only: {mutant: reason}``: mutants the visible tests need not catch, each with its reason."""
+    if not isinstance(r.data, dict):
+        raise r.error("a mapping of mutant name to the reason only hidden tests catch it", type(r.data).__name__)
+    out = {}
+    for name in r.data:
+        entry = r.get(name)
+        mutant = str(name)
+        if not release and not (root / mutants / f"{mutant}.py").is_file():
+            raise entry.error(f"the name of a mutant in {mutants}", mutant)
+        out[mutant] = entry.str()
+    return out
 
 
 def _perf_challenge(r: _Reader, profiles: set[str]) -> dict[str, Any]:

@@ -187,11 +187,9 @@ def _state(config: pytest.Config) -> _State | None:
 
 
 def _soundness_targets(state: _State, ex: Exercise, visibility: str) -> list[str]:
-    names = ["solutions", "exercises"]
-    if visibility == "hidden":
-        mutants = sorted((state.course.root / ex.mutants_dir).glob("*.py"))
-        names += [f"mutant:{ex.id}:{m.stem}" for m in mutants if m.name != "__init__.py"]
-    return names
+    """Every test, visible and hidden, runs on every mutant: the record tells which tests catch each."""
+    mutants = sorted((state.course.root / ex.mutants_dir).glob("*.py"))
+    return ["solutions", "exercises"] + [f"mutant:{ex.id}:{m.stem}" for m in mutants if m.name != "__init__.py"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -3,87 +3,19 @@
 The reference mask is built element by element from the definition; the reference attention
 runs in float64 with an explicit KV-head index per query head.
 """
-import math
-
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.mistakes.part01_transformer.attention import (EMPTY_ROWS_NAN, HALF_SCORES_OVERFLOW, check_attention,
+                                                            qkv, reference_attention, reference_mask)
+from infralab.testing import Mismatch, assert_close, assert_equal
 
 MODULE = "part01_transformer.attention"
 
 
 # ---- references -----------------------------------------------------------------------------------
-
-def reference_mask(sq, skv, causal=False, window=None, padding=None, top_left=False, window_keys=None):
-    """bool (B or 1, 1, Sq, Skv) from the definition; top_left/window_keys model known mistakes."""
-    shift = 0 if top_left else skv - sq
-    keys = window if window_keys is None else window_keys
-    rows = []
-    for i in range(sq):
-        p = i + shift  # the query's absolute position
-        rows.append([(not causal or j <= p) and (keys is None or j > p - keys) for j in range(skv)])
-    mask = torch.tensor(rows, dtype=torch.bool).reshape(1, 1, sq, skv)
-    if padding is not None:
-        mask = mask & padding[:, None, None, :]
-    return mask
-
-
-def reference_attention(q, k, v, mask=None, scale=None, kv_head=None, softmax_dim=-1, compute=torch.float64):
-    """float64 attention; ``kv_head(h, group, hkv)`` picks the KV head (h // group when None);
-    ``compute=q.dtype`` models the half-precision mistake."""
-    hq, hkv = q.shape[1], k.shape[1]
-    group = hq // hkv
-    pick = torch.tensor([(kv_head or (lambda h, g, n: h // g))(h, group, hkv) for h in range(hq)])
-    k, v = k.to(compute).index_select(1, pick), v.to(compute).index_select(1, pick)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.einsum("bhid,bhjd->bhij", q.to(compute), k) * scale
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf)
-    probs = torch.softmax(scores, dim=softmax_dim).nan_to_num(nan=0.0)  # rows with no key: zeros
-    return torch.einsum("bhij,bhjd->bhid", probs, v).to(q.dtype)
-
-
-def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=None):
-    sq, skv = q.shape[2], k.shape[2]
-    mask = reference_mask(sq, skv, causal, window, padding)
-    out = {
-        "causal mask aligned top-left (query i sees keys j <= i) instead of bottom-right":
-            lambda: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, padding, top_left=True), scale),
-        "scores not scaled by 1/sqrt(D)": lambda: reference_attention(q, k, v, mask, 1.0),
-        "GQA: query head h used KV head h % Hkv instead of h // (Hq/Hkv)":
-            lambda: reference_attention(q, k, v, mask, scale, kv_head=lambda h, g, n: h % n),
-        "softmax over the query axis instead of the key axis":
-            lambda: reference_attention(q, k, v, mask, scale, softmax_dim=-2),
-    }
-    if padding is not None:
-        out["padding mask inverted (True treated as padding)"] = \
-            lambda: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, ~padding), scale)
-    if q.dtype in (torch.float16, torch.bfloat16):
-        out["scores and softmax computed in the input's half precision instead of float32"] = \
-            lambda: reference_attention(q, k, v, mask, scale, compute=q.dtype)
-    if window is not None:
-        for keys, what in ((window + 1, "W + 1 keys"), (window - 1, "W - 1 keys")):
-            out[f"sliding window off by one ({what} instead of W including the current one)"] = \
-                lambda keys=keys: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, padding,
-                                                                               window_keys=keys), scale)
-    return out
-
-
-def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None, name="attention output"):
-    got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)
-    expected = reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
-    assert_close(got, expected, name=name, reduction=k.shape[2],
-                 mistakes=attention_mistakes(q, k, v, causal, window, padding, scale))
-
-
-def qkv(gen, b, hq, hkv, sq, skv, d, dv=None, dtype=torch.float32, scale=1.0):
-    return (randn(b, hq, sq, d, generator=gen, dtype=dtype, scale=scale),
-            randn(b, hkv, skv, d, generator=gen, dtype=dtype, scale=scale),
-            randn(b, hkv, skv, dv or d, generator=gen, dtype=dtype))
-
 
 # ---- the mask -------------------------------------------------------------------------------------
 
@@ -193,7 +125,7 @@ def test_rows_without_a_visible_key_are_zero(impl, gen):
     expected = reference_attention(q, k, v, reference_mask(6, 4, True, None, padding))
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and bool(got.isnan().any()):
         raise Mismatch(f"output with empty rows: {int(got.isnan().sum())} NaN elements, expected zeros there",
-                       "rows with no visible key came out NaN (a softmax over only -inf)")
+                       EMPTY_ROWS_NAN)
     assert_close(got, expected, name="output with empty rows")
 
 
@@ -216,8 +148,7 @@ def test_half_precision_inputs_with_large_scores_stay_finite(impl, gen, dtype):
     q, k, v = qkv(gen, 1, 2, 2, 4, 6, 64, dtype=dtype, scale=100.0)
     got = impl(MODULE).attention(q, k, v, causal=True, scale=1.0)
     if isinstance(got, torch.Tensor) and bool(got.isnan().any()):
-        raise Mismatch(f"{dtype} output: {int(got.isnan().sum())} NaN elements",
-                       "scores computed in the input's half precision overflowed (fp16 max 65504): use float32")
+        raise Mismatch(f"{dtype} output: {int(got.isnan().sum())} NaN elements", HALF_SCORES_OVERFLOW)
     check_attention(impl(MODULE), q, k, v, causal=True, scale=1.0)
 
 

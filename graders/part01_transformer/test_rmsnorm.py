@@ -5,29 +5,11 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.mistakes.part01_transformer.rmsnorm import ln_mistakes, reference_rms_norm, rms_mistakes
 from infralab.testing import assert_close, randn
 
 MODULE = "part01_transformer.rmsnorm"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-
-
-def reference_rms_norm(x, w, eps):
-    """HF LlamaRMSNorm's order: fp32 normalisation, cast back, then the weight."""
-    return w * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
-
-
-def rms_mistakes(x, w, eps):
-    xf = x.float()
-    return {
-        "eps added outside the square root (x / (rms + eps))":
-            lambda: w * (xf / (xf.pow(2).mean(-1, keepdim=True).sqrt() + eps)).to(x.dtype),
-        "the mean was subtracted (that is LayerNorm, not RMSNorm)":
-            lambda: w * F.layer_norm(xf, (x.shape[-1],), eps=eps).to(x.dtype),
-        "normalised over the first dimension instead of the last":
-            lambda: w * (xf * torch.rsqrt(xf.pow(2).mean(0, keepdim=True) + eps)).to(x.dtype),
-        "computed in the input's half precision, so x**2 overflowed":
-            lambda: w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
-    }
 
 
 @given(shape=st.lists(st.integers(1, 9), min_size=0, max_size=2), d=st.sampled_from([8, 33, 128]),
@@ -76,18 +58,6 @@ def test_rms_norm_keeps_dtype_and_leaves_input_untouched(impl, gen):
     assert y.dtype == torch.bfloat16, f"expected the input dtype bfloat16, got {y.dtype}"
     assert torch.equal(x, before), "rms_norm modified its input in place"
     assert_close(y, reference_rms_norm(before, w, 1e-6))
-
-
-def ln_mistakes(x, w, b, eps):
-    xf = x.float()
-    d = x.shape[-1]
-    return {
-        "unbiased variance (divided by D - 1; torch.var's default)":
-            lambda: ((xf - xf.mean(-1, keepdim=True)) / torch.sqrt(xf.var(-1, keepdim=True) + eps) * w + b).to(x.dtype),
-        "the mean was not subtracted (that is RMSNorm)":
-            lambda: (F.rms_norm(xf, (d,), eps=eps) * w + b).to(x.dtype),
-        "bias was left out": lambda: F.layer_norm(xf, (d,), w.float(), None, eps).to(x.dtype),
-    }
 
 
 @given(rows=st.integers(1, 8), d=st.sampled_from([4, 31, 96]), dtype=st.sampled_from(DTYPES),

@@ -1,7 +1,7 @@
 """Hidden tests for part01_transformer.sampling.
 
-Filters are checked exactly against float64 references written here (top-p by its definition,
-the mass of strictly more likely tokens, in O(V^2)); thresholds are drawn away from the
+Filters are checked exactly against float64 references (infralab.mistakes.part01_transformer.sampling:
+top-p by its definition, the mass of strictly more likely tokens, in O(V^2)); thresholds are drawn away from the
 boundaries so fp32 rounding never decides a test. The sampler is checked statistically with
 infralab.stats (a bound a correct sampler exceeds with probability < 1e-9).
 """
@@ -12,8 +12,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.mistakes.part01_transformer.sampling import (GLOBAL_RNG, draw_mistakes, mass_strictly_above,
+                                                           min_p_mistakes, min_p_ratio, penalty_mistakes, ref_min_p,
+                                                           ref_repetition_penalty, ref_top_k, ref_top_p,
+                                                           top_k_mistakes, top_p_mistakes)
 from infralab.stats import assert_draws_follow, threshold_clear_of, tv_bound, tv_distance
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part01_transformer.sampling"
 NEG_INF = float("-inf")
@@ -22,94 +26,6 @@ MARGIN = 1e-5  # thresholds stay this far from every boundary value (fp32 error 
 
 def clear_threshold(boundaries, lo, hi, gen):
     return threshold_clear_of(boundaries, lo, hi, gen, margin=MARGIN)
-
-
-# ---------------------------------------------------------------- float64 references
-
-def ref_top_k(z, k):
-    kth = z.double().sort(dim=-1, descending=True).values[..., min(k, z.shape[-1]) - 1:][..., :1]
-    return z.masked_fill(z.double() < kth, NEG_INF)
-
-
-def mass_strictly_above(z):
-    """(B, V) float64: for each token, the probability of the tokens strictly more likely."""
-    probs = torch.softmax(z.double(), dim=-1)
-    higher = probs.unsqueeze(-2) > probs.unsqueeze(-1)  # [b, i, j]: token j more likely than i
-    return (probs.unsqueeze(-2) * higher).sum(-1)
-
-
-def ref_top_p(z, p):
-    return z.masked_fill(mass_strictly_above(z) >= p, NEG_INF)
-
-
-def min_p_ratio(z):
-    probs = torch.softmax(z.double(), dim=-1)
-    return probs / probs.amax(dim=-1, keepdim=True)
-
-
-def ref_min_p(z, m):
-    return z.masked_fill(min_p_ratio(z) < m, NEG_INF)
-
-
-def ref_repetition_penalty(z, context, penalty):
-    seen = torch.zeros(z.shape, dtype=torch.bool)
-    for b in range(z.shape[0]):
-        seen[b, context[b].tolist()] = True
-    return torch.where(seen, torch.where(z > 0, z / penalty, z * penalty), z)
-
-
-# ---------------------------------------------------------------- known mistakes
-
-def top_k_mistakes(z, k):
-    return {
-        "exactly k tokens kept from torch.topk's indices: tokens tied with the k-th value were dropped":
-            lambda: torch.full_like(z, NEG_INF).scatter(-1, torch.topk(z, k, dim=-1).indices,
-                                                        torch.topk(z, k, dim=-1).values),
-        "kept k - 1 tokens (off by one)": lambda: ref_top_k(z, k - 1),
-        "kept k + 1 tokens (off by one)": lambda: ref_top_k(z, k + 1),
-        "kept the k smallest logits instead of the largest": lambda: -ref_top_k(-z, k),
-    }
-
-
-def top_p_mistakes(z, p):
-    above = mass_strictly_above(z)
-    probs = torch.softmax(z.double(), dim=-1)
-    return {
-        "one token too few: removed the token whose probability makes the running sum cross p "
-        "(compared the inclusive cumulative sum with p)":
-            lambda: z.masked_fill((above + probs >= p) & (above > 0), NEG_INF),
-        "the top token was not always kept": lambda: z.masked_fill(above + probs >= p, NEG_INF),
-        "kept the tokens whose cumulative mass is *above* p (mask inverted)":
-            lambda: z.masked_fill(above < p, NEG_INF),
-    }
-
-
-def min_p_mistakes(z, m):
-    probs = torch.softmax(z.double(), dim=-1)
-    return {
-        "threshold relative to the sum of the probabilities (probs >= min_p) instead of min_p * max prob":
-            lambda: z.masked_fill(probs < m, NEG_INF),
-        "threshold applied to the logits (z >= min_p * max z) instead of the probabilities":
-            lambda: z.masked_fill(z < m * z.amax(-1, keepdim=True), NEG_INF),
-    }
-
-
-def penalty_mistakes(z, context, penalty):
-    seen = torch.zeros(z.shape, dtype=torch.bool)
-    counts = torch.zeros(z.shape)
-    for b in range(z.shape[0]):
-        seen[b, context[b].tolist()] = True
-        counts[b] = torch.bincount(context[b], minlength=z.shape[-1]).float()
-    return {
-        "negative logits divided by the penalty as well (that makes them *more* likely)":
-            lambda: torch.where(seen, z / penalty, z),
-        "negative logits divided and positive ones multiplied (signs swapped)":
-            lambda: torch.where(seen, torch.where(z > 0, z * penalty, z / penalty), z),
-        "penalised once per occurrence instead of once per token":
-            lambda: torch.where(z > 0, z / penalty ** counts, z * penalty ** counts),
-        "every token penalised, not only the ones in the context":
-            lambda: torch.where(z > 0, z / penalty, z * penalty),
-    }
 
 
 # ---------------------------------------------------------------- temperature
@@ -292,8 +208,7 @@ def test_sample_follows_the_tempered_distribution(impl, seed, gen, temperature):
     draws = impl(MODULE).sample(z.expand(DRAWS, 8).contiguous(), seed=seed, temperature=temperature)
     assert_equal(tuple(draws.shape), (DRAWS,), name="shape of the draws")
     expected = torch.softmax(z.double() / temperature, -1)
-    wrong = {"temperature applied after the softmax (so it had no effect)": torch.softmax(z.double(), -1),
-             "logits multiplied by the temperature": torch.softmax(z.double() * temperature, -1)}
+    wrong = draw_mistakes(z, temperature)
     assert min(tv_distance(expected, w) for w in wrong.values()) > 2 * tv_bound(8, DRAWS)  # the test has teeth
     assert_draws_follow(draws, expected, name=f"draws at T={temperature}", mistakes=wrong)
 
@@ -337,8 +252,9 @@ def test_sample_leaves_the_global_rng_alone(impl, seed, gen):
     z = randn(100, 10, generator=gen)
     state = torch.get_rng_state()
     impl(MODULE).sample(z, seed=seed, temperature=1.3, top_p=0.9)
-    assert torch.equal(torch.get_rng_state(), state), \
-        "sample changed the global RNG state (torch.manual_seed or draws without the seeded generator)"
+    if not torch.equal(torch.get_rng_state(), state):
+        raise Mismatch("sample changed the global RNG state (torch.manual_seed or draws without the seeded generator)",
+                       GLOBAL_RNG)
 
 
 def test_sample_never_draws_a_filtered_token(impl, seed, gen):

@@ -7,6 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.distributed import run_ranks
+from infralab.mistakes.part02_parallelism.zero import (FLOOR_SHARDS, HYPER, UNPADDED, adamw_mistakes,
+                                                       check_step_against_adamw, expected_memory, floor_owner_map,
+                                                       fsdp_style_owner_map, memory_mistakes, torch_adamw)
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.zero"
@@ -32,39 +35,9 @@ def test_flatten_and_pad_lays_params_back_to_back_then_zeros(impl, numels, n, se
     if not isinstance(flat, torch.Tensor):
         raise Mismatch(f"expected a 1-D tensor, got {type(flat).__name__}")
     assert_equal(tuple(flat.shape), (padded,), name=f"shape of the flat buffer for {total} elements on {n} ranks",
-                 mistakes={"not padded to a multiple of world_size: the last rank's shard runs past the buffer":
-                           (total,)})
+                 mistakes={UNPADDED: (total,)})
     expected = torch.cat([torch.cat([t.reshape(-1) for t in tensors]), torch.zeros(padded - total)])
     assert_close(flat, expected, name="flat buffer")
-
-
-def fsdp_style_owner_map(numels, n):
-    """Independent reference: torch.chunk of an index buffer is FSDP2's shard rule (GOTCHAS)."""
-    param_of = torch.cat([torch.full((k,), i) for i, k in enumerate(numels)])
-    elem_of = torch.cat([torch.arange(k) for k in numels])
-    pieces = []
-    for rank, (params, elems) in enumerate(zip(param_of.chunk(n), elem_of.chunk(n))):
-        for i in params.unique(sorted=True).tolist():
-            mine = elems[params == i]
-            pieces.append((rank, i, int(mine.min()), int(mine.max()) + 1))
-    return pieces
-
-
-FLOOR_SHARDS = "shards of floor(total / n) with the remainder on the last rank (not ceil)"
-
-
-def floor_owner_map(numels, n):
-    total, pieces = sum(numels), []
-    size = total // n
-    for rank in range(n):
-        lo, hi = rank * size, (total if rank == n - 1 else (rank + 1) * size)
-        offset = 0
-        for i, k in enumerate(numels):
-            s, e = max(lo, offset), min(hi, offset + k)
-            if s < e:
-                pieces.append((rank, i, s - offset, e - offset))
-            offset += k
-    return pieces
 
 
 @pytest.mark.weight(2)
@@ -90,14 +63,6 @@ def test_owner_map_leaves_ranks_with_only_padding_empty(impl, numels, n):
 
 # --- memory per rank
 
-def expected_memory(psi, n, stage):
-    shard = math.ceil(psi / n)
-    params = 2 * (shard if stage >= 3 else psi)
-    grads = 2 * (shard if stage >= 2 else psi)
-    optimizer = 12 * (shard if stage >= 1 else psi)
-    return {"params": params, "grads": grads, "optimizer": optimizer, "total": params + grads + optimizer}
-
-
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 @pytest.mark.parametrize("psi,n", [(7_500_000_000, 64), (1_000_003, 3), (10, 4)])
@@ -105,13 +70,8 @@ def test_memory_per_rank_follows_the_zero_paper(impl, psi, n, stage):
     """7.5B parameters on 64 GPUs: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0-3 (ZeRO paper, Fig. 1)."""
     got = impl(MODULE).memory_per_rank(psi, n, stage)
     got = {k: int(v) for k, v in got.items()} if isinstance(got, dict) else got
-    full_grads = dict(expected_memory(psi, n, stage))
-    full_grads["grads"] = 2 * psi
-    full_grads["total"] = full_grads["params"] + full_grads["grads"] + full_grads["optimizer"]
     assert_equal(got, expected_memory(psi, n, stage), name=f"memory_per_rank({psi}, {n}, stage={stage})",
-                 mistakes={"stage 2 counts the full gradients (they are sharded from stage 2 on)": full_grads,
-                           "optimizer states at 8 bytes (fp32 m and v only, no fp32 master copy)":
-                           {**expected_memory(psi, n, stage), "optimizer": expected_memory(psi, n, stage)["optimizer"] * 8 // 12}})
+                 mistakes=memory_mistakes(psi, n, stage))
 
 
 def test_memory_per_rank_rejects_unknown_stages(impl):
@@ -120,44 +80,6 @@ def test_memory_per_rank_rejects_unknown_stages(impl):
 
 
 # --- AdamW
-
-def torch_adamw(param, grads, lr, betas, eps, wd, state=None):
-    """torch.optim.AdamW on one tensor; optional preloaded state (step, exp_avg, exp_avg_sq)."""
-    p = torch.nn.Parameter(param.detach().clone())
-    opt = torch.optim.AdamW([p], lr=lr, betas=betas, eps=eps, weight_decay=wd, foreach=False)
-    if state is not None:
-        step, m, v = state
-        opt.state[p] = {"step": torch.tensor(float(step)), "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
-    for g in grads:
-        p.grad = g.clone()
-        opt.step()
-    s = opt.state[p]
-    return p.detach(), s["exp_avg"], s["exp_avg_sq"]
-
-
-def adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=True, decoupled=True):
-    """A plain-formula AdamW with a known mistake switched on (for diagnostics)."""
-    b1, b2 = betas
-    p, m, v = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
-    for t, g in enumerate(grads, start=1):
-        if decoupled:
-            p = p * (1 - lr * wd)
-        else:
-            g = g + wd * p
-        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-        mh, vh = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias_correction else (m, v)
-        p = p - lr * mh / (vh.sqrt() + eps)
-    return p
-
-
-def adamw_mistakes(param, grads, lr, betas, eps, wd):
-    return {
-        "no bias correction (m and v not divided by 1 - beta**step)":
-            lambda: adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=False),
-        "weight decay added to the gradient as L2 (Adam + L2), not decoupled":
-            lambda: adamw_variant(param, grads, lr, betas, eps, wd, decoupled=False),
-    }
-
 
 @pytest.mark.weight(2)
 @given(steps=st.integers(1, 4), lr=st.sampled_from([1e-3, 3e-2]), wd=st.sampled_from([0.0, 0.1, 0.5]),
@@ -188,9 +110,6 @@ def test_adamw_update_weight_decay_is_decoupled(impl, gen):
 
 # --- the sharded step
 
-HYPER = dict(lr=1e-2, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
-
-
 def sharded_inputs(numels, n, g):
     total = sum(numels)
     size = math.ceil(total / n)
@@ -202,36 +121,6 @@ def sharded_inputs(numels, n, g):
         grad[:total] = randn(total, generator=g)
         grads.append(grad)
     return flat, grads, total, size
-
-
-def own_shard_only(before, after, rank, size):
-    out = before.clone()
-    out[rank * size:(rank + 1) * size] = after[rank * size:(rank + 1) * size]
-    return out
-
-
-def check_step_against_adamw(results, flat, grads, total, size, n, step, state=None, where=""):
-    mean = torch.stack(grads).mean(0)
-    ref_p, ref_m, ref_v = torch_adamw(flat[:total], [mean[:total]], HYPER["lr"], HYPER["betas"], HYPER["eps"],
-                                      HYPER["weight_decay"],
-                                      None if state is None else (step - 1, state[0][:total], state[1][:total]))
-    summed, _, _ = torch_adamw(flat[:total], [torch.stack(grads).sum(0)[:total]], HYPER["lr"], HYPER["betas"],
-                               HYPER["eps"], HYPER["weight_decay"],
-                               None if state is None else (step - 1, state[0][:total], state[1][:total]))
-    for rank, res in enumerate(results):
-        if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
-            raise Mismatch(f"{where}rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type(res.value).__name__}")
-        new_flat, m, v = res.value
-        if not isinstance(new_flat, torch.Tensor) or new_flat.numel() != size * n:
-            raise Mismatch(f"{where}rank {rank}: expected the whole padded buffer of {size * n} elements")
-        assert_close(new_flat[:total], ref_p, name=f"{where}rank {rank}: gathered parameters (valid region)",
-                     mistakes={"gradients summed over ranks instead of averaged": summed,
-                               "only this rank's shard updated (the all-gather is missing)":
-                               lambda: own_shard_only(flat[:total], ref_p, rank, size)})
-        lo, hi = rank * size, min((rank + 1) * size, total)
-        if hi > lo:
-            assert_close(m[: hi - lo], ref_m[lo:hi], name=f"{where}rank {rank}: exp_avg shard (valid region)")
-            assert_close(v[: hi - lo], ref_v[lo:hi], name=f"{where}rank {rank}: exp_avg_sq shard (valid region)")
 
 
 @pytest.mark.weight(3)

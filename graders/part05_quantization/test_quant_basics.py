@@ -4,92 +4,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
+from infralab.mistakes.part05_quantization.quant_basics import (FP8, NO_SATURATION, absmax_mistakes,
+                                                                check_scale_shape, reference_absmax, reference_fp8,
+                                                                reference_zeropoint, scale_mistakes,
+                                                                zeropoint_mistakes)
+from infralab.testing import assert_close, assert_equal, randn
 
 MODULE = "part05_quantization.quant_basics"
-FP8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
-
-
-# ---- independent references: one loop per group, written from the formulas -------------------
-
-def groups_of(w, granularity, group_size):
-    """[(row slice, column slice)] per group, in (R, G) order, and (R, G)."""
-    out, cols = w.shape
-    if granularity == "tensor":
-        return [[(slice(None), slice(None))]], (1, 1)
-    gs = cols if granularity == "channel" else group_size
-    return [[(slice(r, r + 1), slice(c, c + gs)) for c in range(0, cols, gs)] for r in range(out)], \
-        (out, cols // gs)
-
-
-def reference_absmax(w, bits, granularity, group_size=128, *, qmax=None, stat="max", rounding=torch.round):
-    qmax = qmax if qmax is not None else 2 ** (bits - 1) - 1
-    w = w.float()
-    layout, shape = groups_of(w, granularity, group_size)
-    q, scale = torch.zeros(w.shape), torch.zeros(shape)
-    for r, row in enumerate(layout):
-        for g, (rs, cs) in enumerate(row):
-            block = w[rs, cs]
-            a = block.abs().max() if stat == "max" else block.abs().mean()
-            s = a / qmax if a > 0 else torch.tensor(1.0)
-            scale[r, g] = s
-            q[rs, cs] = torch.clamp(rounding(block / s), -(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1)
-    return q.to(torch.int8), scale
-
-
-def round_half_away(x):
-    return torch.sign(x) * torch.floor(x.abs() + 0.5)
-
-
-def reference_zeropoint(w, bits, granularity, group_size=128, *, clamp_zero=True, widen_to_zero=False):
-    top = 2 ** bits - 1
-    w = w.float()
-    layout, shape = groups_of(w, granularity, group_size)
-    q = torch.zeros(w.shape)
-    scale, zero = torch.zeros(shape), torch.zeros(shape)
-    for r, row in enumerate(layout):
-        for g, (rs, cs) in enumerate(row):
-            block = w[rs, cs]
-            mn, mx = block.min(), block.max()
-            if widen_to_zero:
-                mn, mx = torch.minimum(mn, torch.tensor(0.0)), torch.maximum(mx, torch.tensor(0.0))
-            s = torch.clamp(mx - mn, min=1e-5) / top
-            z = -torch.round(mn / s)
-            z = torch.clamp(z, 0, top) if clamp_zero else z
-            scale[r, g], zero[r, g] = s, z
-            q[rs, cs] = torch.clamp(torch.round(block / s) + z, 0, top)
-    return q.to(torch.uint8), scale, zero.to(torch.int32)
-
-
-def check_scale_shape(scale, expected_shape, w, granularity):
-    check_tensor(scale, dtype=torch.float32, name="scale")
-    if tuple(scale.shape) == tuple(expected_shape):
-        return
-    diagnosis = None
-    if granularity == "channel" and tuple(scale.shape) in ((1, w.shape[1]), (w.shape[1], 1), (w.shape[1],)):
-        diagnosis = "per-channel scales along the wrong axis: one per input column instead of one per output row"
-    raise Mismatch(f"scale ({granularity}): expected shape {tuple(expected_shape)}, got {tuple(scale.shape)}",
-                   diagnosis)
-
-
-def absmax_mistakes(w, bits, granularity, group_size):
-    return {
-        "round half away from zero instead of half to even":
-            lambda: reference_absmax(w, bits, granularity, group_size, rounding=round_half_away)[0],
-        "scale from the mean |w| instead of the max":
-            lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[0],
-        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
-            lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[0],
-    }
-
-
-def scale_mistakes(w, bits, granularity, group_size):
-    return {
-        "scale from the mean |w| instead of the max":
-            lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[1],
-        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
-            lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[1],
-    }
 
 
 # ---- absmax -----------------------------------------------------------------------------------
@@ -152,16 +73,6 @@ def test_absmax_all_zero_group_gets_unit_scale_and_zero_codes(impl):
 
 
 # ---- zero point -------------------------------------------------------------------------------
-
-def zeropoint_mistakes(w, bits, granularity, gs, part):
-    pick = {"q": 0, "scale": 1, "zero": 2}[part]
-    return {
-        "zero point not clamped to [0, 2^bits - 1] (it is stored as an unsigned b-bit value)":
-            lambda: reference_zeropoint(w, bits, granularity, gs, clamp_zero=False)[pick],
-        "range widened to include 0 (the GPTQ / torch.ao convention, not AutoAWQ's)":
-            lambda: reference_zeropoint(w, bits, granularity, gs, widen_to_zero=True)[pick],
-    }
-
 
 @pytest.mark.weight(3)
 @given(out=st.integers(1, 5), groups=st.integers(1, 4), gs=st.sampled_from([4, 16]),
@@ -248,16 +159,6 @@ def test_pack_int4_rejects_odd_lengths_and_codes_above_15(impl):
 
 # ---- fp8 --------------------------------------------------------------------------------------
 
-def reference_fp8(x, fmt, scale=None, saturate=True):
-    dtype, fmax = FP8[fmt]
-    xf = x.float()
-    if scale is None:
-        amax = xf.abs().max()
-        scale = amax / fmax if amax > 0 else torch.tensor(1.0)
-    y = xf / scale
-    return (y.clamp(-fmax, fmax) if saturate else y).to(dtype), scale
-
-
 @pytest.mark.weight(2)
 @given(fmt=st.sampled_from(["e4m3", "e5m2"]), dtype=st.sampled_from([torch.float32, torch.bfloat16]),
        rows=st.integers(1, 8), magnitude=st.sampled_from([1e-3, 1.0, 300.0]), seed=st.integers(0, 2**31 - 1))
@@ -282,8 +183,7 @@ def test_fp8_static_scale_saturates_out_of_range_values(impl, gen, fmt):
     e8, _ = reference_fp8(x, fmt, scale)
     assert_close(got_scale, scale.reshape(()), name="the static scale, returned unchanged")
     assert_close(x8, e8, name=f"{fmt} values with saturation",
-                 mistakes={"no saturation before the fp8 cast (overflow becomes inf/NaN)":
-                           reference_fp8(x, fmt, scale, saturate=False)[0]})
+                 mistakes={NO_SATURATION: reference_fp8(x, fmt, scale, saturate=False)[0]})
 
 
 def test_fp8_of_all_zeros_has_unit_scale(impl):

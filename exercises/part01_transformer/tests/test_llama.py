@@ -1,11 +1,13 @@
 """Visible tests for part01_transformer.llama: run `pytest exercises/part01_transformer -m llama`.
 
 The model is a tiny random LLaMA (infralab.tiny_llama: hidden 64, 2 layers, vocabulary 128,
-4 query heads sharing 2 KV heads). These tests check the shapes and the cache's consistency;
+4 query heads sharing 2 KV heads). These tests check the shapes, the cache's consistency and the
+logits against a float64 LLaMA written from the formulas (infralab.mistakes.part01_transformer.llama);
 the hidden tests also compare with Hugging Face transformers.
 """
 import torch
 
+from infralab.mistakes.part01_transformer.llama import knob_forward, llama_mistakes
 from infralab.testing import assert_close, assert_equal
 from infralab.tiny_llama import random_llama_weights, tiny_llama_config
 
@@ -40,14 +42,44 @@ def test_cache_grows_by_one_position_per_decode_step(impl, gen):
         assert_equal(tuple(cache["k"].shape), (2, 1, 2, t + 1, 16), name=f"cache after position {t}")
 
 
+def test_logits_match_a_float64_llama_written_from_the_formulas(impl, gen):
+    """Rotate-half RoPE, GQA head h -> KV head h // group, the final RMSNorm before the LM head."""
+    weights, config = tiny_model(gen)
+    ids = torch.randint(0, 128, (2, 7), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, knob_forward(weights, config, ids), name="logits vs the float64 reference",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
+def test_rms_norm_eps_goes_inside_the_square_root(impl, gen):
+    """A large rms_norm_eps (0.5) makes x / sqrt(ms + eps) and x / (sqrt(ms) + eps) differ clearly."""
+    weights, config = tiny_model(gen, rms_norm_eps=0.5)
+    ids = torch.randint(0, 128, (1, 5), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, knob_forward(weights, config, ids), name="logits with rms_norm_eps=0.5",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
 def test_decode_step_equals_the_full_forward_last_position(impl, gen):
+    """Prefill 8 tokens, then decode the 9th at start_pos 8: the logits are those of one full forward."""
     weights, config = tiny_model(gen)
     llama = impl(MODULE)
     ids = torch.randint(0, 128, (2, 9), generator=gen)
-    full, _ = llama.llama_forward(weights, config, ids)
-    _, cache = llama.llama_forward(weights, config, ids[:, :-1])
+    prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
     step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 8)
-    assert_close(step[:, 0], full[:, -1], name="decode-step logits vs full forward")
+    assert_close(torch.cat([prefill, step], 1), knob_forward(weights, config, ids), name="prefill + decode-step logits",
+                 mistakes=llama_mistakes(weights, config, ids, chunks=[8, 1]))
+
+
+def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, gen):
+    """Prefill 4 tokens, then a chunk of 3 at start_pos 4: causal from the bottom right."""
+    weights, config = tiny_model(gen)
+    llama = impl(MODULE)
+    ids = torch.randint(0, 128, (1, 7), generator=gen)
+    first, cache = llama.llama_forward(weights, config, ids[:, :4])
+    chunk, _ = llama.llama_forward(weights, config, ids[:, 4:], cache, 4)
+    assert_close(torch.cat([first, chunk], 1), knob_forward(weights, config, ids), name="prefill in chunks 4+3",
+                 mistakes=llama_mistakes(weights, config, ids, chunks=[4, 3]))
 
 
 def test_earlier_logits_do_not_see_later_tokens(impl, gen):

@@ -2,45 +2,64 @@
 import torch
 
 from infralab.distributed import run_ranks
+from infralab.mistakes.part02_parallelism.zero import (FLOOR_SHARDS, HYPER, UNPADDED, adamw_mistakes,
+                                                       check_step_against_adamw, expected_memory, floor_owner_map,
+                                                       memory_mistakes, torch_adamw)
 from infralab.testing import assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.zero"
 
 
 def test_shard_size_of_10_elements_on_4_ranks(impl):
-    assert_equal(impl(MODULE).shard_size(10, 4), 3)
+    assert_equal(impl(MODULE).shard_size(10, 4), 3, mistakes={"floor division: the last elements belong to no rank": 2})
 
 
 def test_flatten_and_pad_pads_with_zeros(impl):
     flat = impl(MODULE).flatten_and_pad([torch.ones(2, 2), torch.full((3,), 2.0)], 3)
+    assert_equal(tuple(flat.shape), (9,), name="shape of the flat buffer for 7 elements on 3 ranks",
+                 mistakes={UNPADDED: (7,)})
     assert_close(flat, torch.tensor([1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 0.0, 0.0]))
 
 
 def test_owner_map_splits_the_second_parameter(impl):
-    assert_equal([tuple(p) for p in impl(MODULE).owner_map([3, 4], 2)], [(0, 0, 0, 3), (0, 1, 0, 1), (1, 1, 1, 4)])
+    assert_equal([tuple(p) for p in impl(MODULE).owner_map([3, 4], 2)], [(0, 0, 0, 3), (0, 1, 0, 1), (1, 1, 1, 4)],
+                 mistakes={FLOOR_SHARDS: floor_owner_map([3, 4], 2)})
+
+
+def test_owner_map_of_10_elements_on_4_ranks_gives_the_last_rank_one_element(impl):
+    """Shards of ceil(10 / 4) = 3: ranks 0-2 own 3 elements each, rank 3 owns 1 (and 2 of padding)."""
+    got = [tuple(int(v) for v in p) for p in impl(MODULE).owner_map([10], 4)]
+    assert_equal(got, [(0, 0, 0, 3), (1, 0, 3, 6), (2, 0, 6, 9), (3, 0, 9, 10)], name="owner_map([10], 4)",
+                 mistakes={FLOOR_SHARDS: floor_owner_map([10], 4)})
 
 
 def test_memory_of_stage_3_is_16_bytes_per_parameter_over_n(impl):
-    assert_equal(impl(MODULE).memory_per_rank(1000, 4, 3), {"params": 500, "grads": 500, "optimizer": 3000, "total": 4000})
+    assert_equal(impl(MODULE).memory_per_rank(1000, 4, 3), {"params": 500, "grads": 500, "optimizer": 3000, "total": 4000},
+                 mistakes=memory_mistakes(1000, 4, 3))
 
 
-def test_adamw_update_matches_torch(impl, gen):
-    param, grad = randn(6, generator=gen), randn(6, generator=gen)
-    p = torch.nn.Parameter(param.clone())
-    opt = torch.optim.AdamW([p], lr=0.01, weight_decay=0.1)
-    p.grad = grad.clone()
-    opt.step()
-    got, _, _ = impl(MODULE).adamw_update(param, grad, torch.zeros(6), torch.zeros(6), 1, 0.01, (0.9, 0.999), 1e-8, 0.1)
-    assert_close(got, p.detach())
+def test_memory_of_stage_2_shards_gradients_and_optimizer_states(impl):
+    """Stage 2: fp16 parameters stay whole (2 bytes each); gradients and optimizer states are sharded."""
+    assert_equal(impl(MODULE).memory_per_rank(1000, 4, 2), expected_memory(1000, 4, 2),
+                 mistakes=memory_mistakes(1000, 4, 2))
 
 
-def test_zero_adamw_step_on_two_simulated_ranks(impl, gen):
+def test_adamw_update_matches_torch_over_three_steps(impl, gen):
+    param, grads = randn(6, generator=gen), [randn(6, generator=gen) for _ in range(3)]
+    p, m, v = param, torch.zeros(6), torch.zeros(6)
+    for t, grad in enumerate(grads, start=1):
+        p, m, v = impl(MODULE).adamw_update(p, grad, m, v, t, 0.01, (0.9, 0.999), 1e-8, 0.1)
+    expected, _, _ = torch_adamw(param, grads, 0.01, (0.9, 0.999), 1e-8, 0.1)
+    assert_close(p, expected, name="parameter after 3 AdamW steps",
+                 mistakes=adamw_mistakes(param, grads, 0.01, (0.9, 0.999), 1e-8, 0.1))
+
+
+def test_zero_adamw_step_averages_gradients_over_two_simulated_ranks(impl, gen):
+    """Step 3 from a non-zero optimizer state (at step 1 Adam cannot tell a sum from a mean)."""
     flat = torch.cat([randn(5, generator=gen), torch.zeros(1)])  # 5 parameters, padded to 6
     grads = [torch.cat([randn(5, generator=gen), torch.zeros(1)]) for _ in range(2)]
-    p = torch.nn.Parameter(flat[:5].clone())
-    opt = torch.optim.AdamW([p], lr=0.01, weight_decay=0.1)
-    p.grad = (grads[0][:5] + grads[1][:5]) / 2
-    opt.step()
-    args = [(flat, grads[r], torch.zeros(3), torch.zeros(3), 1, r, 2, 0.01, (0.9, 0.999), 1e-8, 0.1) for r in range(2)]
-    for rank, res in enumerate(run_ranks(impl, MODULE, "zero_adamw_step", args, allow_collectives=True)):
-        assert_close(res.value[0][:5], p.detach(), name=f"rank {rank}: parameters")
+    m_full, v_full = randn(6, generator=gen) * 0.1, randn(6, generator=gen).abs() * 0.1
+    args = [(flat, grads[r], m_full[3 * r:3 * r + 3].clone(), v_full[3 * r:3 * r + 3].clone(), 3, r, 2, HYPER["lr"],
+             HYPER["betas"], HYPER["eps"], HYPER["weight_decay"]) for r in range(2)]
+    results = run_ranks(impl, MODULE, "zero_adamw_step", args, allow_collectives=True)
+    check_step_against_adamw(results, flat, grads, 5, 3, 2, 3, (m_full, v_full))

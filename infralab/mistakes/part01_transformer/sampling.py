@@ -1,0 +1,99 @@
+"""Float64 references and known mistakes of part01_transformer.sampling.
+
+Top-p by its definition (the mass of strictly more likely tokens, in O(V^2)); min-p relative to
+the top probability.
+"""
+import torch
+
+NEG_INF = float("-inf")
+GLOBAL_RNG = "the sampler seeded or drew from torch's global RNG instead of its own torch.Generator(seed)"
+
+
+def ref_top_k(z, k):
+    kth = z.double().sort(dim=-1, descending=True).values[..., min(k, z.shape[-1]) - 1:][..., :1]
+    return z.masked_fill(z.double() < kth, NEG_INF)
+
+
+def mass_strictly_above(z):
+    """(B, V) float64: for each token, the probability of the tokens strictly more likely."""
+    probs = torch.softmax(z.double(), dim=-1)
+    higher = probs.unsqueeze(-2) > probs.unsqueeze(-1)  # [b, i, j]: token j more likely than i
+    return (probs.unsqueeze(-2) * higher).sum(-1)
+
+
+def ref_top_p(z, p):
+    return z.masked_fill(mass_strictly_above(z) >= p, NEG_INF)
+
+
+def min_p_ratio(z):
+    probs = torch.softmax(z.double(), dim=-1)
+    return probs / probs.amax(dim=-1, keepdim=True)
+
+
+def ref_min_p(z, m):
+    return z.masked_fill(min_p_ratio(z) < m, NEG_INF)
+
+
+def ref_repetition_penalty(z, context, penalty):
+    seen = torch.zeros(z.shape, dtype=torch.bool)
+    for b in range(z.shape[0]):
+        seen[b, context[b].tolist()] = True
+    return torch.where(seen, torch.where(z > 0, z / penalty, z * penalty), z)
+
+
+def top_k_mistakes(z, k):
+    return {
+        "exactly k tokens kept from torch.topk's indices: tokens tied with the k-th value were dropped":
+            lambda: torch.full_like(z, NEG_INF).scatter(-1, torch.topk(z, k, dim=-1).indices,
+                                                        torch.topk(z, k, dim=-1).values),
+        "kept k - 1 tokens (off by one)": lambda: ref_top_k(z, k - 1),
+        "kept k + 1 tokens (off by one)": lambda: ref_top_k(z, k + 1),
+        "kept the k smallest logits instead of the largest": lambda: -ref_top_k(-z, k),
+    }
+
+
+def top_p_mistakes(z, p):
+    above = mass_strictly_above(z)
+    probs = torch.softmax(z.double(), dim=-1)
+    return {
+        "one token too few: removed the token whose probability makes the running sum cross p "
+        "(compared the inclusive cumulative sum with p)":
+            lambda: z.masked_fill((above + probs >= p) & (above > 0), NEG_INF),
+        "the top token was not always kept": lambda: z.masked_fill(above + probs >= p, NEG_INF),
+        "kept the tokens whose cumulative mass is *above* p (mask inverted)":
+            lambda: z.masked_fill(above < p, NEG_INF),
+    }
+
+
+def min_p_mistakes(z, m):
+    probs = torch.softmax(z.double(), dim=-1)
+    return {
+        "threshold relative to the sum of the probabilities (probs >= min_p) instead of min_p * max prob":
+            lambda: z.masked_fill(probs < m, NEG_INF),
+        "threshold applied to the logits (z >= min_p * max z) instead of the probabilities":
+            lambda: z.masked_fill(z < m * z.amax(-1, keepdim=True), NEG_INF),
+    }
+
+
+def penalty_mistakes(z, context, penalty):
+    seen = torch.zeros(z.shape, dtype=torch.bool)
+    counts = torch.zeros(z.shape)
+    for b in range(z.shape[0]):
+        seen[b, context[b].tolist()] = True
+        counts[b] = torch.bincount(context[b], minlength=z.shape[-1]).float()
+    return {
+        "negative logits divided by the penalty as well (that makes them *more* likely)":
+            lambda: torch.where(seen, z / penalty, z),
+        "negative logits divided and positive ones multiplied (signs swapped)":
+            lambda: torch.where(seen, torch.where(z > 0, z * penalty, z / penalty), z),
+        "penalised once per occurrence instead of once per token":
+            lambda: torch.where(z > 0, z / penalty ** counts, z * penalty ** counts),
+        "every token penalised, not only the ones in the context":
+            lambda: torch.where(z > 0, z / penalty, z * penalty),
+    }
+
+
+def draw_mistakes(z, temperature):
+    """Distributions (float64) a sampler with a known temperature mistake draws from."""
+    return {"temperature applied after the softmax (so it had no effect)": torch.softmax(z.double(), -1),
+            "logits multiplied by the temperature": torch.softmax(z.double() * temperature, -1)}

@@ -1,0 +1,127 @@
+"""References and known mistakes of part02_parallelism.zero (partition rule, memory, AdamW, sharded step)."""
+import math
+
+import torch
+
+from infralab.testing import Mismatch, assert_close
+
+UNPADDED = "not padded to a multiple of world_size: the last rank's shard runs past the buffer"
+
+
+def fsdp_style_owner_map(numels, n):
+    """Independent reference: torch.chunk of an index buffer is FSDP2's shard rule (GOTCHAS)."""
+    param_of = torch.cat([torch.full((k,), i) for i, k in enumerate(numels)])
+    elem_of = torch.cat([torch.arange(k) for k in numels])
+    pieces = []
+    for rank, (params, elems) in enumerate(zip(param_of.chunk(n), elem_of.chunk(n))):
+        for i in params.unique(sorted=True).tolist():
+            mine = elems[params == i]
+            pieces.append((rank, i, int(mine.min()), int(mine.max()) + 1))
+    return pieces
+
+
+FLOOR_SHARDS = "shards of floor(total / n) with the remainder on the last rank (not ceil)"
+
+
+def floor_owner_map(numels, n):
+    total, pieces = sum(numels), []
+    size = total // n
+    for rank in range(n):
+        lo, hi = rank * size, (total if rank == n - 1 else (rank + 1) * size)
+        offset = 0
+        for i, k in enumerate(numels):
+            s, e = max(lo, offset), min(hi, offset + k)
+            if s < e:
+                pieces.append((rank, i, s - offset, e - offset))
+            offset += k
+    return pieces
+
+
+def expected_memory(psi, n, stage):
+    shard = math.ceil(psi / n)
+    params = 2 * (shard if stage >= 3 else psi)
+    grads = 2 * (shard if stage >= 2 else psi)
+    optimizer = 12 * (shard if stage >= 1 else psi)
+    return {"params": params, "grads": grads, "optimizer": optimizer, "total": params + grads + optimizer}
+
+
+def torch_adamw(param, grads, lr, betas, eps, wd, state=None):
+    """torch.optim.AdamW on one tensor; optional preloaded state (step, exp_avg, exp_avg_sq)."""
+    p = torch.nn.Parameter(param.detach().clone())
+    opt = torch.optim.AdamW([p], lr=lr, betas=betas, eps=eps, weight_decay=wd, foreach=False)
+    if state is not None:
+        step, m, v = state
+        opt.state[p] = {"step": torch.tensor(float(step)), "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+    s = opt.state[p]
+    return p.detach(), s["exp_avg"], s["exp_avg_sq"]
+
+
+def adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=True, decoupled=True):
+    """A plain-formula AdamW with a known mistake switched on (for diagnostics)."""
+    b1, b2 = betas
+    p, m, v = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
+    for t, g in enumerate(grads, start=1):
+        if decoupled:
+            p = p * (1 - lr * wd)
+        else:
+            g = g + wd * p
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        mh, vh = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias_correction else (m, v)
+        p = p - lr * mh / (vh.sqrt() + eps)
+    return p
+
+
+def adamw_mistakes(param, grads, lr, betas, eps, wd):
+    return {
+        "no bias correction (m and v not divided by 1 - beta**step)":
+            lambda: adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=False),
+        "weight decay added to the gradient as L2 (Adam + L2), not decoupled":
+            lambda: adamw_variant(param, grads, lr, betas, eps, wd, decoupled=False),
+    }
+
+
+HYPER = dict(lr=1e-2, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+
+
+def own_shard_only(before, after, rank, size):
+    out = before.clone()
+    out[rank * size:(rank + 1) * size] = after[rank * size:(rank + 1) * size]
+    return out
+
+
+def check_step_against_adamw(results, flat, grads, total, size, n, step, state=None, where=""):
+    mean = torch.stack(grads).mean(0)
+    ref_p, ref_m, ref_v = torch_adamw(flat[:total], [mean[:total]], HYPER["lr"], HYPER["betas"], HYPER["eps"],
+                                      HYPER["weight_decay"],
+                                      None if state is None else (step - 1, state[0][:total], state[1][:total]))
+    summed, _, _ = torch_adamw(flat[:total], [torch.stack(grads).sum(0)[:total]], HYPER["lr"], HYPER["betas"],
+                               HYPER["eps"], HYPER["weight_decay"],
+                               None if state is None else (step - 1, state[0][:total], state[1][:total]))
+    for rank, res in enumerate(results):
+        if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
+            raise Mismatch(f"{where}rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type(res.value).__name__}")
+        new_flat, m, v = res.value
+        if not isinstance(new_flat, torch.Tensor) or new_flat.numel() != size * n:
+            raise Mismatch(f"{where}rank {rank}: expected the whole padded buffer of {size * n} elements")
+        assert_close(new_flat[:total], ref_p, name=f"{where}rank {rank}: gathered parameters (valid region)",
+                     mistakes={"gradients summed over ranks instead of averaged": summed,
+                               "only this rank's shard updated (the all-gather is missing)":
+                               lambda: own_shard_only(flat[:total], ref_p, rank, size)})
+        lo, hi = rank * size, min((rank + 1) * size, total)
+        if hi > lo:
+            assert_close(m[: hi - lo], ref_m[lo:hi], name=f"{where}rank {rank}: exp_avg shard (valid region)")
+            assert_close(v[: hi - lo], ref_v[lo:hi], name=f"{where}rank {rank}: exp_avg_sq shard (valid region)")
+
+
+def memory_mistakes(psi, n, stage):
+    """memory_per_rank's answer under known mistakes."""
+    right = expected_memory(psi, n, stage)
+    full_grads = {**right, "grads": 2 * psi}
+    full_grads["total"] = full_grads["params"] + full_grads["grads"] + full_grads["optimizer"]
+    eight_bytes = {**right, "optimizer": right["optimizer"] * 8 // 12}
+    eight_bytes["total"] = eight_bytes["params"] + eight_bytes["grads"] + eight_bytes["optimizer"]
+    return {"stage 2 counts the full gradients (they are sharded from stage 2 on)": full_grads,
+            "optimizer states at 8 bytes (fp32 m and v only, no fp32 master copy)": eight_bytes}
