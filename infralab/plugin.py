@@ -26,6 +26,7 @@ import pytest
 
 from infralab.course import Course, Exercise, find_course_root, load_course
 from infralab.errors import InfralabError, TargetError
+from infralab.i18n import tr
 from infralab.record import TestResult, build_record, write_record
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 
@@ -420,8 +421,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not config.getoption("infralab_isolated") and state.default_target.kind == "submission":
         mode, trusted = "check", False  # the student's own loop: its code could change the tests
         protections = {"mode": "in-process", "isolated": False,
-                       "note": "in-process: the submission ran in the tests' interpreter and could change the tests "
-                               "and their verdicts; a check for the student, never a grade (infralab grade isolates)"}
+                       "note": tr("cage.in_process_note")}
     if config.getoption("infralab_isolated"):
         from infralab.judge.isolated import judge_flags, protections_report
         protections = protections_report(state.targets.values())

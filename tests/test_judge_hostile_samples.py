@@ -21,6 +21,7 @@ import pytest
 
 from infralab.course import load_course
 from infralab.grade import GradeOptions, grade
+from infralab.i18n import tr
 from infralab.judge.cage import namespaces_unavailable
 from infralab.judge.cgroup import memory_cgroup_unavailable
 from infralab.judge.intake import discover
@@ -80,7 +81,7 @@ def test_one_exercises_failure_costs_the_next_exercise_nothing(graded, sample, f
     assert points[SECOND] == 5.0, f"{sample}: ffn is correct, got {points} ({record['flags']})"
     assert points[EXERCISE] <= 5.0
     assert flag is None or flag in _kinds(record), record["flags"]
-    assert "one per exercise" in record["protections"]["executors"]
+    assert record["protections"]["executors"] == tr("cage.executors_per_exercise")
 
 
 @pytest.mark.timeout(900)
@@ -88,7 +89,7 @@ def test_system_v_shared_memory_does_not_outlive_the_cage(graded):
     records, _, _, leftover = graded
     assert _points(records["sysv_shm"])[EXERCISE] == 5.0  # correct answers: the segment is its only trick
     assert not leftover, "a System V segment made in the cage outlived grading (no IPC namespace)"
-    assert records["sysv_shm"]["protections"]["ipc_namespace"].startswith("System V IPC objects of its own")
+    assert records["sysv_shm"]["protections"]["ipc_namespace"] == tr("cage.ipc_namespace")
 
 
 @pytest.mark.timeout(900)
@@ -111,9 +112,9 @@ def test_a_process_tree_holds_no_more_than_the_memory_limit(graded):
     record = graded[0]["tree_memory"]
     protection = record["protections"]["memory_tree"]
     if memory_cgroup_unavailable() is not None:  # the record must say the protection is missing, and why
-        assert protection.startswith("MISSING: ") and "RLIMIT_AS per process" in protection
+        assert protection == tr("cage.memory_tree_missing", reason=memory_cgroup_unavailable())
         pytest.skip(f"this machine offers no memory cgroup: {memory_cgroup_unavailable()}")
-    assert protection.startswith("memory cgroup: 2147483648 bytes")
+    assert protection == tr("cage.memory_tree", limit=2 << 30)
     rms = [t for ex in record["exercises"] for t in ex["tests"] if "rms_norm" in t["name"]]
     assert rms and not any(t["outcome"] == "passed" for t in rms), \
         "children under the per-process limit held 1.5x the limit together"
@@ -130,4 +131,4 @@ def test_patching_the_test_modules_scores_nothing_in_the_cage_and_in_process_is_
     in_process = run_tests(course, run)
     assert in_process["mode"] == "check" and in_process["trusted"] is False, \
         "a record made in-process with a submission as the target must never be a grade"
-    assert "never a grade" in in_process["protections"]["note"]
+    assert in_process["protections"]["note"] == tr("cage.in_process_note")

@@ -33,6 +33,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from infralab.i18n import tr
 from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
 from infralab.judge.config import JudgeConfig
 
@@ -206,7 +207,7 @@ class Cage:
         if self.namespaces_problem is None:
             boot = [*UNSHARE, "--kill-child", *boot]
         if self.cgroup_problem is None:
-            self.group = MemoryGroup(self.limits.tree_memory_bytes or self.limits.memory_bytes,
+            self.group = MemoryGroup(self.tree_memory_bytes,
                                      f"infralab-{os.getpid()}-{self.tree.name}-{self.starts}")
         group = self.group
 
@@ -260,6 +261,10 @@ class Cage:
             return "", 0
         return self.drain.kept.decode("utf-8", errors="replace"), self.drain.total
 
+    @property
+    def tree_memory_bytes(self) -> int:
+        return self.limits.tree_memory_bytes or self.limits.memory_bytes
+
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.tree, ignore_errors=True)
@@ -269,15 +274,11 @@ class Cage:
         return {
             "mode": "isolated", "isolated": True,
             "network": "none (network namespace)" if ns is None else f"NOT isolated: {ns}",
-            "filesystem": "a root of its own (mount namespace, pivot_root): /usr, /etc, /opt, Python and its own "
-                          "tree, read-only; a fresh /proc; /proc/self/mountinfo lists only these" if ns is None
-            else f"NOT hidden: {ns}",
+            "filesystem": tr("cage.filesystem") if ns is None else f"NOT hidden: {ns}",
             "pid_namespace": ns is None,
-            "ipc_namespace": "System V IPC objects of its own, removed with it" if ns is None else f"MISSING: {ns}",
-            "memory_tree": (f"memory cgroup: {self.limits.tree_memory_bytes or self.limits.memory_bytes} bytes for "
-                            "the executor and every process it starts, together") if self.cgroup_problem is None
-            else f"MISSING: {self.cgroup_problem}; only RLIMIT_AS per process holds (a process tree may hold "
-                 "that much in every process)",
+            "ipc_namespace": tr("cage.ipc_namespace") if ns is None else tr("cage.missing", reason=ns),
+            "memory_tree": tr("cage.memory_tree", limit=self.tree_memory_bytes) if self.cgroup_problem is None
+            else tr("cage.memory_tree_missing", reason=self.cgroup_problem),
             "user": "unprivileged uid of its own, no_new_privs" if self.uid is not None
             else "same user as the judge (not root, so no switch)",
             "rlimits": {k: v for k, v in sorted(self.rlimits().items())},

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from infralab.errors import TargetError
+from infralab.i18n import tr
 from infralab.judge import wire
 from infralab.judge.cage import Cage, CageLimits
 from infralab.judge.config import JudgeConfig
@@ -206,10 +207,8 @@ class IsolatedTarget:
                 oom_before = self.cage.oom_kills
                 self.cage.stop()
                 self.deaths += 1
-                memory = (f" (the kernel killed a process at the memory limit of the executor's process tree, "
-                          f"{self.limits.tree_memory_bytes or self.limits.memory_bytes} bytes)"
-                          if self.cage.oom_kills > oom_before else "")
-                self._flag("executor-died", f"during {what}{memory}")
+                self._flag("executor-died", tr("cage.died_at_memory_limit", what=what, limit=self.cage.tree_memory_bytes)
+                           if self.cage.oom_kills > oom_before else f"during {what}")
                 raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
             except wire.WireError as e:
                 self.cage.stop()
@@ -425,7 +424,7 @@ class PerExerciseTarget:
 
     def protections(self) -> dict:
         report = next(iter(self.lanes.values())).protections() if self.lanes else {"mode": "isolated", "isolated": True}
-        report["executors"] = "one per exercise: its own process, time budget and death limit"
+        report["executors"] = tr("cage.executors_per_exercise")
         report["ignored_files"] = sorted({f for lane in self.lanes.values() for f in lane.ignored})
         return report
 
