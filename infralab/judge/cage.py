@@ -48,7 +48,7 @@ class CageLimits:
     """Everything configurable about the cage; ``INFRALAB_JUDGE`` (JSON) overrides the defaults."""
 
     call_timeout_s: float = 20.0  # wall clock per call into the student's code (import included)
-    budget_s: float = 180.0  # wall clock for all calls of one implementation under test
+    budget_s: float = 180.0  # wall clock for all calls of one exercise (each has an executor of its own)
     memory_bytes: int = 4 << 30  # RLIMIT_AS per process (not with CUDA), and the tree's cgroup by default
     tree_memory_bytes: int | None = None  # the memory cgroup of the whole process tree (None: memory_bytes)
     nproc: int = 64  # RLIMIT_NPROC for the executor's own uid (threads count)
