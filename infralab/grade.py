@@ -105,7 +105,8 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
     env["INFRALAB_JUDGE"] = json.dumps(asdict(opts.limits()))
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
                   seed=opts.seed, isolated=True)
-    wall = opts.budget_s * 3 + 300.0  # a safety net only: the executor's budget, plus the judge's own work
+    # a safety net only: every exercise's executor budget, plus the judge's own work
+    wall = opts.budget_s * max(3, len(chosen)) + 300.0
     try:
         record = run_tests(course, run, env=env, wall_timeout_s=wall)
         record.pop("output_tail", None)  # pytest's summary line holds timings and temp paths
@@ -271,7 +272,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed_int, default=0, help="the grading seed (the same seed gives the same verdicts)")
     p.add_argument("--visible", action="store_true", help="also run the visible tests")
     p.add_argument("--call-timeout", type=positive_number, default=20.0, help="seconds one call into student code may take")
-    p.add_argument("--timeout", type=positive_number, default=180.0, help="seconds of student code per submission")
+    p.add_argument("--timeout", type=positive_number, default=180.0, help="seconds of student code per exercise (each has an executor of its own)")
     p.add_argument("--memory", type=positive_number, default=4.0, help="GiB of address space for the executor (CPU only)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")

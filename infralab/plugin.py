@@ -6,7 +6,9 @@ Inert outside a course (no course.yml above the rootdir or the current folder). 
   every test reaches the implementation under test;
 - marks each test with its part and exercise (``-m part01_transformer``, ``-m rope``) and its
   visibility, and gives it a fresh seed (``seed``/``gen`` fixtures; ``--seed N`` to repeat a run);
-- writes the result record of the run as JSON with ``--record PATH``;
+- writes the result record of the run as JSON with ``--record PATH``; a record made in-process
+  with a submission as the target is a check, never a grade (``mode: check``, ``trusted: false``):
+  the submission ran in the tests' own interpreter and could change them;
 - in ``--soundness`` mode runs each exercise test against the solution, the stub and every
   known-wrong implementation of that exercise, recording the target of each outcome.
 """
@@ -24,6 +26,7 @@ import pytest
 
 from infralab.course import Course, Exercise, find_course_root, load_course
 from infralab.errors import InfralabError, TargetError
+from infralab.i18n import tr
 from infralab.record import TestResult, build_record, write_record
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 
@@ -46,9 +49,10 @@ class _State:
 
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
-            if self.config.getoption("infralab_isolated"):
-                from infralab.judge.isolated import IsolatedTarget  # the grading mode
-                self.targets[spec.name] = IsolatedTarget(spec, self.config)
+            if self.config.getoption("infralab_isolated"):  # the grading mode: the judge gets plain data
+                from infralab.judge.config import JudgeConfig
+                from infralab.judge.isolated import PerExerciseTarget
+                self.targets[spec.name] = PerExerciseTarget(spec, JudgeConfig.from_course(self.course))
             else:
                 self.targets[spec.name] = InProcessTarget(spec, self.banned, self.triton)
         return self.targets[spec.name]
@@ -111,9 +115,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _configure_threads()
     _configure_triton(config)
     _configure_hypothesis(config)
-    if config.getoption("infralab_isolated") and not config.getoption("infralab_soundness") \
-            and not hasattr(config, "workerinput"):
-        state.target(state.default_target).prestart()  # the executor starts while pytest collects
+    if _plans_executors(config):  # the first exercise's executor starts while pytest collects
+        found = [state.exercise_of(Path(arg.split("::")[0]).resolve()) for arg in config.args]
+        state.target(state.default_target).plan([f[0].id for f in found if f is not None])
+
+
+def _plans_executors(config: pytest.Config) -> bool:
+    return bool(config.getoption("infralab_isolated")) and not config.getoption("infralab_soundness") \
+        and not hasattr(config, "workerinput")
 
 
 def _configure_threads() -> None:
@@ -239,6 +248,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             # CPU-tensor tests of a Triton exercise need the interpreter; with a GPU the kernels compile.
             item.add_marker(pytest.mark.skip(reason="a CPU test of a Triton kernel: runs under TRITON_INTERPRET=1 "
                                                     "(set when there is no GPU); on a GPU the gpu tests run instead"))
+    if _plans_executors(config):  # one executor per exercise, in the order the tests run
+        order = [dict(item.user_properties).get("infralab_exercise", "") for item in items]
+        state.target(state.default_target).plan(order)
 
 
 @pytest.fixture
@@ -258,6 +270,9 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str):
         parse_target(_infralab_target, state.course.root)
     target = state.target(spec)
     request.node.user_properties.append(("infralab_target", spec.name))
+    if hasattr(target, "loader"):  # isolated: each exercise has an executor of its own
+        found = state.exercise_of(request.node.path)
+        return target.loader(found[0].id if found else "")
     return target.load
 
 
@@ -399,15 +414,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not path:
         return
     exercise_ids = sorted({r.exercise for r in state.results}) or None
+    mode, trusted = config.getoption("infralab_mode"), True
     protections = None
+    if not config.getoption("infralab_isolated") and state.default_target.kind == "submission":
+        mode, trusted = "check", False  # the student's own loop: its code could change the tests
+        protections = {"mode": "in-process", "isolated": False,
+                       "note": tr("cage.in_process_note")}
     if config.getoption("infralab_isolated"):
         from infralab.judge.isolated import judge_flags, protections_report
         protections = protections_report(state.targets.values())
         state.flags.extend(judge_flags(state.targets.values()))
     record = build_record(
         state.course, state.default_target.name if not config.getoption("infralab_soundness") else "soundness",
-        config.getoption("infralab_mode"), state.results, started=state.started,
+        mode, state.results, started=state.started,
         duration_s=time.perf_counter() - state.t0, exercise_ids=exercise_ids,
         flags=state.flags, protections=protections, perf=state.perf,
     )
+    record["trusted"] = trusted
     write_record(record, path)

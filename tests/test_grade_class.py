@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(namespaces_unavailable() is not None,
                                 reason=f"grading hostile code needs the cage: {namespaces_unavailable()}")
 
 SAMPLES = kit_root() / "fixtures" / "submissions"
-OPTIONS = dict(exercises=(EXERCISE,), seed=1234, call_timeout_s=5.0, budget_s=40.0)
+OPTIONS = dict(exercises=(EXERCISE,), seed=1234, call_timeout_s=5.0, budget_s=40.0, memory_bytes=2 << 30)
 
 # sample -> (expected points of 5, flag kinds that must be present, words the first failure must hold)
 EXPECTED = {
@@ -57,6 +57,14 @@ EXPECTED = {
     "misnamed_module": (0.0, {"misnamed-module"}, "NotImplementedError"),
     "flat_upload": (5.0, set(), ""),
     "corrupt_zip": (0.0, {"unreadable-submission"}, ""),
+    # aimed past one exercise, at the host, or at the in-process route (tests/test_judge_hostile_samples.py)
+    "os_exit_in_call": (0.0, {"executor-died"}, "died"),
+    "fd_exhaustion": (0.0, set(), "Too many open files"),  # its own later calls fail too
+    "spinning_threads": (1.5, {"timeout"}, "did not return within"),
+    "sysv_shm": (5.0, set(), ""),
+    "mountinfo_leak": (0.0, set(), "/proc"),
+    "tree_memory": (1.5, set(), ""),
+    "patch_tests_in_process": (0.0, {"harness-import"}, ""),
 }
 NOT_GRADED = {"corrupt_zip"}  # intake could not read it: no test ran, the record says why
 

@@ -17,6 +17,7 @@ import torch
 
 from infralab.errors import TargetError
 from infralab.judge.cage import CageLimits, namespaces_unavailable
+from infralab.judge.config import JudgeConfig
 from infralab.judge.isolated import IsolatedTarget, protections_report
 from infralab.targets import TargetSpec
 
@@ -114,7 +115,7 @@ def probe(tmp_path_factory):
     (root / "out").mkdir()
     spec = TargetSpec(name="probe", base=root / "exercises", kind="exercises")
     limits = CageLimits(call_timeout_s=4.0, budget_s=60.0, nproc=32, hide=[str(root / "out")])
-    target = IsolatedTarget(spec, course_root=root, banned={}, limits=limits)
+    target = IsolatedTarget(spec, JudgeConfig(course_root=root), limits)
     yield target, root
     target.close()
 
@@ -193,8 +194,7 @@ def test_spent_budget_fails_calls_fast(tmp_path):
     (tmp_path / "exercises/part09_probe").mkdir(parents=True)
     (tmp_path / "exercises/part09_probe/probe.py").write_text(textwrap.dedent(PROBE))
     spec = TargetSpec(name="probe", base=tmp_path / "exercises", kind="exercises")
-    target = IsolatedTarget(spec, course_root=tmp_path, banned={},
-                            limits=CageLimits(call_timeout_s=30.0, budget_s=8.0))
+    target = IsolatedTarget(spec, JudgeConfig(course_root=tmp_path), CageLimits(call_timeout_s=30.0, budget_s=8.0))
     try:
         mod = target.load("part09_probe.probe")
         with pytest.raises(TimeoutError):
@@ -225,8 +225,8 @@ def test_banned_routines_raise_and_are_flagged_in_the_cage(tmp_path):
     (tmp_path / "exercises/part09_probe").mkdir(parents=True)
     (tmp_path / "exercises/part09_probe/banned.py").write_text(textwrap.dedent(BANNED))
     spec = TargetSpec(name="probe", base=tmp_path / "exercises", kind="exercises")
-    target = IsolatedTarget(spec, course_root=tmp_path, banned={"part09_probe.banned": ("mm", "matmul")},
-                            limits=CageLimits(call_timeout_s=30.0, budget_s=60.0))
+    target = IsolatedTarget(spec, JudgeConfig(course_root=tmp_path, banned={"part09_probe.banned": ("mm", "matmul")}),
+                            CageLimits(call_timeout_s=30.0, budget_s=60.0))
     try:
         mod = target.load("part09_probe.banned")
         a, b = torch.ones(2, 3), torch.ones(3, 4)

@@ -10,12 +10,15 @@ One :class:`Cage` per implementation under test. It builds a fresh tree::
             boot.json executor.json
         home/                       the executor's uid, its only writable folder (HOME, TMPDIR)
 
-and starts ``unshare --net --mount --pid --fork --kill-child --mount-proc python boot.py``: no
-network, its own view of the file system (the course root, /root, /tmp, the results folder
-hidden, indeed every top-level folder but the system's), its own PID space (it cannot see or signal the judge; killing the namespace's first
-process kills every process the student started), resource limits, and its own unprivileged
-uid (unique per executor, so RLIMIT_NPROC counts only this student's processes). What could
-not be applied on this platform is said in :meth:`Cage.protections`.
+and starts ``unshare --net --mount --pid --ipc --cgroup --fork --kill-child python boot.py``: no
+network, a root file system of its own (the system's folders, Python and its tree; the course
+root, /root, /tmp, the results folder are not in it, and /proc/self/mountinfo names none of
+them), its own PID space (it cannot see or signal the judge; killing the namespace's first
+process kills every process the student started), its own System V IPC objects (gone with it),
+resource limits per process, a memory cgroup for the whole process tree where the machine
+offers one (:mod:`infralab.judge.cgroup`), and its own unprivileged uid (unique per executor,
+so RLIMIT_NPROC counts only this student's processes). What could not be applied on this
+platform is said in :meth:`Cage.protections`, as missing, with the reason.
 """
 from __future__ import annotations
 
@@ -30,19 +33,13 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from infralab.i18n import tr
+from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
+from infralab.judge.config import JudgeConfig
+
 KIT_FILES = ("boot.py", "executor.py", "wire.py")
-VISIBLE_TOP = {"usr", "etc", "dev", "proc", "sys", "opt", "media"}  # media: boot.py's staging mount
-
-
-def default_hidden() -> list[str]:
-    """Every top-level folder except the system's own (symbolic links like /bin -> usr/bin are
-    left alone), and /dev/shm: the executor sees the OS, Python and its tree, nothing else."""
-    hidden = ["/dev/shm"]
-    for name in sorted(os.listdir("/")):
-        path = f"/{name}"
-        if name not in VISIBLE_TOP and os.path.isdir(path) and not os.path.islink(path):
-            hidden.append(path)
-    return hidden
+SYSTEM_FOLDERS = ("/usr", "/etc", "/opt")  # the host folders in the executor's root (read-only)
+UNSHARE = ("unshare", "--net", "--mount", "--pid", "--ipc", "--cgroup", "--fork")
 _uid_counter = iter(range(10**6))
 
 
@@ -51,8 +48,9 @@ class CageLimits:
     """Everything configurable about the cage; ``INFRALAB_JUDGE`` (JSON) overrides the defaults."""
 
     call_timeout_s: float = 20.0  # wall clock per call into the student's code (import included)
-    budget_s: float = 180.0  # wall clock for all calls of one implementation under test
-    memory_bytes: int = 4 << 30  # RLIMIT_AS (not applied when CUDA is used)
+    budget_s: float = 180.0  # wall clock for all calls of one exercise (each has an executor of its own)
+    memory_bytes: int = 4 << 30  # RLIMIT_AS per process (not with CUDA), and the tree's cgroup by default
+    tree_memory_bytes: int | None = None  # the memory cgroup of the whole process tree (None: memory_bytes)
     nproc: int = 64  # RLIMIT_NPROC for the executor's own uid (threads count)
     nofile: int = 256
     fsize_bytes: int = 16 << 20
@@ -74,7 +72,7 @@ def _namespaces_work() -> str | None:
     if shutil.which("unshare") is None:
         return "the unshare command is missing"
     try:
-        proc = subprocess.run(["unshare", "--net", "--mount", "--pid", "--fork", "--mount-proc", "true"],
+        proc = subprocess.run([*UNSHARE, "true"],
                               capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unshare failed: {e}"
@@ -111,17 +109,20 @@ class Drain(threading.Thread):
 
 
 class Cage:
-    def __init__(self, code: dict[str, Path], package: str, course_root: Path, limits: CageLimits,
-                 banned: dict[str, list[str]] | None = None, triton: tuple[str, ...] = ()):
+    def __init__(self, code: dict[str, Path], package: str, config: JudgeConfig, limits: CageLimits):
         """``code``: relative path in the tree (``exercises/part01_x/m.py``) -> source file to copy."""
         self.limits = limits
-        self.course_root = Path(course_root).resolve()
+        self.course_root = Path(config.course_root).resolve()
         self.namespaces_problem = namespaces_unavailable()
+        self.cgroup_problem = memory_cgroup_unavailable() if self.namespaces_problem is None else \
+            "no memory cgroup: the cage is not made on this platform"
+        self.group: MemoryGroup | None = None
+        self.oom_kills = 0  # processes of the executor's tree killed for memory, over all its starts
         self.root_user = os.geteuid() == 0
         self.uid = 10**6 + os.getpid() * 64 + next(_uid_counter) % 64 if self.root_user else None
         self.tree = Path(tempfile.mkdtemp(prefix="infralab-judge-"))
         self.lib, self.home = self.tree / "lib", self.tree / "home"
-        self._build(code, package, banned or {}, triton)
+        self._build(code, package, config)
         self.proc: subprocess.Popen | None = None
         self.drain: Drain | None = None
         self.to_executor = self.from_executor = -1
@@ -129,8 +130,7 @@ class Cage:
         self.overflowed = False  # some run printed more than the cap
 
     # -- the tree -----------------------------------------------------------------------------
-    def _build(self, code: dict[str, Path], package: str, banned: dict[str, list[str]],
-               triton: tuple[str, ...] = ()) -> None:
+    def _build(self, code: dict[str, Path], package: str, config: JudgeConfig) -> None:
         kit = self.lib / "kit"
         kit.mkdir(parents=True)
         here = Path(__file__).parent
@@ -148,8 +148,7 @@ class Cage:
             if folder.is_dir() and not (folder / "__init__.py").exists():
                 (folder / "__init__.py").write_text("")
         self.home.mkdir()
-        executor_config = {"code": str(self.lib / "code"), "package": package, "banned": banned,
-                           "triton": sorted(triton),
+        executor_config = {"code": str(self.lib / "code"), "package": package, **config.for_executor(),
                            "threads": self.limits.threads}
         (self.lib / "executor.json").write_text(json.dumps(executor_config))
         (self.lib / "boot.json").write_text(json.dumps(self._boot_config()))
@@ -186,12 +185,12 @@ class Cage:
 
     def _boot_config(self) -> dict:
         python = sys.executable
-        hide = [str(self.course_root), *default_hidden(), *self.limits.hide]
+        hide = [str(self.course_root), *self.limits.hide]
         reveal = [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), str(self.tree), str(self.home)]
         if sys.prefix != os.path.realpath(sys.prefix):
             reveal.insert(0, sys.prefix)
         return {
-            "mounts": self.namespaces_problem is None, "hide": hide, "reveal": reveal,
+            "mounts": self.namespaces_problem is None, "system": list(SYSTEM_FOLDERS), "hide": hide, "reveal": reveal,
             "writable": [str(self.home)], "limits": self.rlimits(),
             "uid": self.uid, "gid": self.uid, "cwd": str(self.home), "python": python,
             "executor": str(self.lib / "kit" / "executor.py"), "executor_config": str(self.lib / "executor.json"),
@@ -206,11 +205,17 @@ class Cage:
         boot = [sys.executable, "-I", "-B", str(self.lib / "kit" / "boot.py"), str(self.lib / "boot.json"),
                 str(exec_r), str(exec_w)]
         if self.namespaces_problem is None:
-            boot = ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", *boot]
+            boot = [*UNSHARE, "--kill-child", *boot]
+        if self.cgroup_problem is None:
+            self.group = MemoryGroup(self.tree_memory_bytes,
+                                     f"infralab-{os.getpid()}-{self.tree.name}-{self.starts}")
+        group = self.group
 
-        def child_setup() -> None:  # runs in the child before exec: die with the judge
+        def child_setup() -> None:  # runs in the child before exec: die with the judge, join the group
             import ctypes
             ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+            if group is not None:
+                group.join()
 
         self.proc = subprocess.Popen(boot, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, pass_fds=(exec_r, exec_w), preexec_fn=child_setup,
@@ -240,6 +245,10 @@ class Cage:
             if self.drain is not None:
                 self.drain.join(timeout=2)
                 self.overflowed |= self.drain.total > self.limits.output_cap_bytes
+        if self.group is not None:
+            self.oom_kills += self.group.oom_kills()
+            self.group.remove()
+            self.group = None
         for fd in (self.to_executor, self.from_executor):
             if fd >= 0:
                 os.close(fd)
@@ -252,6 +261,10 @@ class Cage:
             return "", 0
         return self.drain.kept.decode("utf-8", errors="replace"), self.drain.total
 
+    @property
+    def tree_memory_bytes(self) -> int:
+        return self.limits.tree_memory_bytes or self.limits.memory_bytes
+
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.tree, ignore_errors=True)
@@ -261,9 +274,11 @@ class Cage:
         return {
             "mode": "isolated", "isolated": True,
             "network": "none (network namespace)" if ns is None else f"NOT isolated: {ns}",
-            "filesystem": "only /usr, /etc, /opt, Python and its own tree visible (mount namespace)" if ns is None
-            else f"NOT hidden: {ns}",
+            "filesystem": tr("cage.filesystem") if ns is None else f"NOT hidden: {ns}",
             "pid_namespace": ns is None,
+            "ipc_namespace": tr("cage.ipc_namespace") if ns is None else tr("cage.missing", reason=ns),
+            "memory_tree": tr("cage.memory_tree", limit=self.tree_memory_bytes) if self.cgroup_problem is None
+            else tr("cage.memory_tree_missing", reason=self.cgroup_problem),
             "user": "unprivileged uid of its own, no_new_privs" if self.uid is not None
             else "same user as the judge (not root, so no switch)",
             "rlimits": {k: v for k, v in sorted(self.rlimits().items())},

@@ -1,6 +1,8 @@
 """The isolated implementation under test: the judge's side of every call into student code.
 
-``pytest --isolated`` makes the ``impl`` fixture return :meth:`IsolatedTarget.load`. The test,
+``pytest --isolated`` makes the ``impl`` fixture of an exercise's tests return the ``load`` of that
+exercise's own :class:`IsolatedTarget` (:class:`PerExerciseTarget`: one executor, time budget and
+death count per exercise, so a submission's score is the sum of independent verdicts). The test,
 its expected values and its assertions stay in this (the judge's) process; the student's module
 is imported only inside the caged executor (:mod:`infralab.judge.cage`). Attribute access on
 the returned :class:`RemoteModule` gives remote callables; calls cross as data (:mod:`wire`);
@@ -21,8 +23,10 @@ from typing import Any
 import torch
 
 from infralab.errors import TargetError
+from infralab.i18n import tr
 from infralab.judge import wire
 from infralab.judge.cage import Cage, CageLimits
+from infralab.judge.config import JudgeConfig
 from infralab.judge.intake import why_ignored
 from infralab.targets import TargetSpec
 
@@ -100,25 +104,14 @@ class RemoteCallable:
 class IsolatedTarget:
     """The same interface as :class:`infralab.targets.InProcessTarget`; the code runs in a cage."""
 
-    def __init__(self, spec: TargetSpec, config: Any = None, limits: CageLimits | None = None,
-                 course_root: Path | None = None, banned: dict[str, tuple[str, ...]] | None = None):
+    def __init__(self, spec: TargetSpec, config: JudgeConfig, limits: CageLimits | None = None):
         self.spec = spec
         self.limits = limits or CageLimits.from_env()
-        if course_root is None:
-            course_root = Path(config.getoption("infralab_course") or spec.base.parent) if config else spec.base.parent
-        triton: tuple[str, ...] = ()
-        if config is not None:
-            from infralab.plugin import _state
-            state = _state(config)
-            if banned is None:
-                banned = state.banned if state is not None else {}
-            triton = tuple(sorted(state.triton)) if state is not None else ()
         self.flags: list[dict] = []
         self.ignored: list[str] = []
         self.notes: list[str] = []  # how it ran, for the record's notes (not flags: nothing suspicious)
-        code, self.package = self._code_tree(Path(course_root))
-        self.cage = Cage(code, self.package, Path(course_root), self.limits,
-                         {k: list(v) for k, v in (banned or {}).items()}, triton)
+        code, self.package = self._code_tree(Path(config.course_root))
+        self.cage = Cage(code, self.package, config, self.limits)
         self.generation = 0
         self.greeted = False
         self.deaths = 0
@@ -212,9 +205,11 @@ class IsolatedTarget:
                 raise TimeoutError(f"{what} did not return within {timeout_s:g} s; "
                                    "the executor was stopped") from None
             except wire.Closed:
+                oom_before = self.cage.oom_kills
                 self.cage.stop()
                 self.deaths += 1
-                self._flag("executor-died", f"during {what}")
+                self._flag("executor-died", tr("cage.died_at_memory_limit", what=what, limit=self.cage.tree_memory_bytes)
+                           if self.cage.oom_kills > oom_before else f"during {what}")
                 raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
             except wire.WireError as e:
                 self.cage.stop()
@@ -367,6 +362,10 @@ class IsolatedTarget:
                 with torch.no_grad():
                     orig.copy_(new)
 
+    def stop(self) -> None:
+        """Stop the executor (a later call starts a fresh one); its flags stay."""
+        self.cage.stop()
+
     def close(self) -> None:
         self.cage.close()
         if self.cage.overflowed:
@@ -379,14 +378,70 @@ class IsolatedTarget:
         return report
 
 
+class PerExerciseTarget:
+    """An implementation under test graded exercise by exercise: each exercise gets an
+    :class:`IsolatedTarget` of its own (a fresh executor, its own time budget, death count and
+    strikes), so one exercise's crash, exhausted file descriptors, spinning threads or spent
+    budget cannot cost another exercise its points. The executor of the exercise graded before
+    is stopped when the next one starts (its processes, threads and memory go with it); the
+    next exercise's executor starts while the one before is being graded (:meth:`plan`)."""
+
+    def __init__(self, spec: TargetSpec, config: JudgeConfig, limits: CageLimits | None = None):
+        self.spec, self.config = spec, config
+        self.limits = limits or CageLimits.from_env()
+        self.lanes: dict[str, IsolatedTarget] = {}
+        self.order: list[str] = []
+        self.current: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<isolated {self.spec.kind}, per exercise>"
+
+    def _lane(self, exercise: str) -> IsolatedTarget:
+        if exercise not in self.lanes:
+            self.lanes[exercise] = IsolatedTarget(self.spec, self.config, self.limits)
+        return self.lanes[exercise]
+
+    def plan(self, exercises: list[str]) -> None:
+        """The exercises in the order their tests run: the first one's executor starts now (while
+        pytest collects), each next one's while the exercise before it is graded."""
+        self.order = list(dict.fromkeys(exercises))
+        if self.order:
+            self._lane(self.order[0]).prestart()
+
+    def loader(self, exercise: str):
+        """``impl`` for the tests of ``exercise`` (``""``: tests outside the course's exercises)."""
+        if exercise != self.current:
+            for name, lane in self.lanes.items():
+                if name != exercise:
+                    lane.stop()
+            self.current = exercise
+            if exercise in self.order[:-1]:
+                self._lane(self.order[self.order.index(exercise) + 1]).prestart()
+        return self._lane(exercise).load
+
+    @property
+    def flags(self) -> list[dict]:
+        return [f for lane in self.lanes.values() for f in lane.flags]
+
+    def close(self) -> None:
+        for lane in self.lanes.values():
+            lane.close()
+
+    def protections(self) -> dict:
+        report = next(iter(self.lanes.values())).protections() if self.lanes else {"mode": "isolated", "isolated": True}
+        report["executors"] = tr("cage.executors_per_exercise")
+        report["ignored_files"] = sorted({f for lane in self.lanes.values() for f in lane.ignored})
+        return report
+
+
 def protections_report(targets: Any) -> dict:
     """The protections that were active, for the record (the same for every isolated target)."""
-    reports = [t.protections() for t in targets if isinstance(t, IsolatedTarget)]
+    reports = [t.protections() for t in targets if isinstance(t, (IsolatedTarget, PerExerciseTarget))]
     if not reports:
         return {"mode": "isolated", "isolated": True, "note": "no implementation was loaded"}
     report = reports[0]
-    report["ignored_files"] = sorted({f for r in reports for f in r["ignored_files"]})
-    report["notes"] = sorted({n for r in reports for n in r["notes"]})
+    report["ignored_files"] = sorted({f for r in reports for f in r.get("ignored_files", [])})
+    report["notes"] = sorted({n for r in reports for n in r.get("notes", [])})
     return report
 
 
