@@ -39,8 +39,9 @@ class TestResult:
     duration_s: float = 0.0
     message: str = ""
     diagnosis: str | None = None
-    seed: int | None = None
+    seed: int | None = None  # the test's own seed
     target: str | None = None
+    base_seed: int | None = None  # the run's base seed this case ran at (one of a sweep's, see infralab.seeds)
 
 
 @dataclass
