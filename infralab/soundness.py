@@ -78,19 +78,23 @@ class Soundness:
                 "visible_escapes": self.visible_escapes}
 
 
-def _own_name(t: dict[str, Any]) -> str:
-    """A solution case's test name without the kit's target and sweep-seed ids."""
+def _own_nodeid(t: dict[str, Any]) -> str:
+    """A solution case's node id without the kit's target and sweep-seed ids: the test a plain run names."""
     base = t.get("base_seed")
-    name = t["name"]
-    if base is not None:
-        name = own_nodeid(name, kit_id("solutions", base, True))
-    return own_nodeid(name, "solutions")
+    added = [kit_id("solutions", base, True), kit_id(None, base, True)] if base is not None else []
+    for kit in added + ["solutions"]:
+        own = own_nodeid(t["nodeid"], kit)
+        if own != t["nodeid"]:
+            return own
+    return t["nodeid"]
 
 
 def _solution_failures(cases: list[dict[str, Any]]) -> list[SeedFailure]:
+    """Per test of the solution, the first failing base seed and how many of its seeds failed."""
     by_test: dict[str, list[dict[str, Any]]] = {}
     for t in cases:
-        by_test.setdefault(_own_name(t), []).append(t)
+        if t["outcome"] != "skipped":
+            by_test.setdefault(_own_nodeid(t), []).append(t)
     out = []
     for name, runs in by_test.items():
         failed = sorted((t for t in runs if t["outcome"] == "failed"), key=lambda t: t.get("base_seed") or 0)
@@ -137,6 +141,16 @@ def analyze(course: Course, exercises: tuple[Exercise, ...], record: dict[str, A
             s.holes.append(tr("seeds.few_mutants", count=len(s.mutants), folder=str(ex.mutants_dir), least=MIN_MUTANTS))
         out.append(s)
     return out
+
+
+def sweep_solution(course: Course, exercises: tuple[Exercise, ...], seeds: int, seed: int, jobs: int = 1
+                   ) -> tuple[list[SeedFailure], dict[str, Any]]:
+    """The solution alone, every test (visible and hidden) at ``seeds`` base seeds from ``seed``, in one
+    session: the failures per test. (:func:`check_soundness` does this within the whole matrix.)"""
+    run = TestRun(target="solutions", exercises=exercises, visible=True, hidden=True, mode="validate",
+                  jobs=jobs, seed=seed, seeds=seeds)
+    record = run_tests(course, run)
+    return _solution_failures([t for ex in record["exercises"] for t in ex["tests"]]), record
 
 
 def check_soundness(course: Course, exercises: tuple[Exercise, ...], jobs: int = 1, seeds: int = 1,

@@ -36,8 +36,10 @@ MESSAGES = {
         "桩代码通过了{visibility}测试 {test}",
     ),
     "seeds.solution_fails": (
-        "solution fails {test} at {failed} of {seeds} seeds (first: --seed {first}): {message}",
-        "参考解在 {seeds} 个种子中的 {failed} 个上未通过 {test}（第一个：--seed {first}）：{message}",
+        "solution fails {test} at {failed} of {seeds} seeds (repeat: pytest '{test}' --target solutions "
+        "--seed {first}): {message}",
+        "参考解在 {seeds} 个种子中的 {failed} 个上未通过 {test}（重现：pytest '{test}' --target solutions "
+        "--seed {first}）：{message}",
     ),
     "seeds.no_solution_test": (
         "no test ran on the solution",
