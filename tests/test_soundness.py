@@ -88,3 +88,11 @@ def test_a_sweep_finds_the_first_failing_seed_and_plain_seed_repeats_it(mini_cou
     assert [(f.test, f.first_seed, f.failed) for f in failures] == [(hidden_test, unlucky[0], 1)]
     [(seed, values)] = _draws(tmp_path / "plain.txt").items()
     assert values == swept[seed], "the sweep's case at a seed drew other examples than --seed alone"
+
+
+def test_validate_refuses_a_sweep_of_no_seeds_in_one_line(capsys, monkeypatch):
+    from infralab.cli import main
+    monkeypatch.setenv("INFRALAB_LANG", "en")
+    assert main(["validate", "--seeds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "infralab validate: --seeds 0: expected a whole number of seeds, at least 1"
