@@ -15,7 +15,6 @@ Inert outside a course (no course.yml above the rootdir or the current folder). 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from infralab.course import Course, Exercise, find_course_root, load_course
 from infralab.errors import InfralabError, TargetError
 from infralab.i18n import tr
 from infralab.record import TestResult, build_record, write_record
+from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 
 _STATE = pytest.StashKey["_State"]()
@@ -72,6 +72,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the run's result record (JSON) to this path")
     group.addoption("--seed", dest="infralab_seed", type=int, default=None,
                     help="base seed; each test's seed derives from it (default: fresh seeds)")
+    group.addoption("--seeds", dest="infralab_seeds", type=int, default=1,
+                    help="run each seed-dependent test at N base seeds (the --seed S, S+1, ...) in this one "
+                         "session; in --soundness mode on the solution only (default 1)")
     group.addoption("--soundness", dest="infralab_soundness", action="store_true",
                     help="run each exercise's tests on the solution, the stub and every mutant")
     group.addoption("--isolated", dest="infralab_isolated", action="store_true",
@@ -101,7 +104,10 @@ def pytest_configure(config: pytest.Config) -> None:
         state = _State(config, course)
     except InfralabError as e:
         raise pytest.UsageError(f"infralab: {e}") from None
+    if config.getoption("infralab_seeds") < 1:
+        raise pytest.UsageError(tr("seeds.bad_count", value=config.getoption("infralab_seeds")))
     config.stash[_STATE] = state
+    session_seed(config)  # drawn here, before xdist starts its workers: they must collect the same sweep
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))  # mutants import the reference as `solutions.<part>.<module>`
     for line in ("gpu: needs a CUDA GPU (skipped elsewhere)",
@@ -201,17 +207,35 @@ def _soundness_targets(state: _State, ex: Exercise, visibility: str) -> list[str
     return ["solutions", "exercises"] + [f"mutant:{ex.id}:{m.stem}" for m in mutants if m.name != "__init__.py"]
 
 
+def _depends_on_seed(fixturenames: list[str], function: object) -> bool:
+    """Draws random inputs: uses the ``seed`` fixture (``gen`` too) or is a hypothesis test."""
+    return "seed" in fixturenames or getattr(function, "is_hypothesis_test", False)
+
+
+@pytest.hookimpl(trylast=True)  # after the tests' own parametrize marks: the kit's ids come last
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Soundness mode: one case per target. A sweep (``--seeds N``): one case per base seed of a
+    seed-dependent test (in soundness mode only for the solution; stub and mutants run once)."""
     state = _state(metafunc.config)
     if state is None or "_infralab_target" not in metafunc.fixturenames:
-        return
-    if not metafunc.config.getoption("infralab_soundness"):
         return
     found = state.exercise_of(metafunc.definition.path)
     if found is None:
         return
-    names = _soundness_targets(state, *found)
-    metafunc.parametrize("_infralab_target", names, ids=names)
+    base = session_seed(metafunc.config)
+    count = metafunc.config.getoption("infralab_seeds")
+    seeds = sweep(base, count) if count > 1 and _depends_on_seed(metafunc.fixturenames, metafunc.function) else None
+    if not metafunc.config.getoption("infralab_soundness"):
+        if seeds:
+            metafunc.parametrize("_infralab_base_seed", seeds, ids=[kit_id(None, s, True) for s in seeds])
+        return
+    cases, ids = [], []
+    for name in _soundness_targets(state, *found):
+        swept = bool(seeds) and name == "solutions"
+        for s in (seeds if swept else [base]):
+            cases.append((name, s))
+            ids.append(kit_id(name, s, swept))
+    metafunc.parametrize(["_infralab_target", "_infralab_base_seed"], cases, ids=ids)
 
 
 ISOLATED_GPU_SKIP = ("GPU tests and performance challenges do not run in the isolated judge (tensors cross the "
@@ -261,7 +285,13 @@ def _infralab_target(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def impl(request: pytest.FixtureRequest, _infralab_target: str):
+def _infralab_base_seed(request: pytest.FixtureRequest) -> int | None:
+    """The run's base seed; parametrized over the seeds of a sweep (``--seeds N``)."""
+    return session_seed(request.config) if _state(request.config) else None
+
+
+@pytest.fixture
+def impl(request: pytest.FixtureRequest, _infralab_target: str, _infralab_base_seed: int | None):
     """``impl("part01_transformer.rope")``: that module of the implementation under test."""
     state = _state(request.config)
     if state is None:
@@ -269,7 +299,7 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str):
     spec = state.default_target if _infralab_target == state.default_target.name else \
         parse_target(_infralab_target, state.course.root)
     target = state.target(spec)
-    request.node.user_properties.append(("infralab_target", spec.name))
+    request.node.user_properties += [("infralab_target", spec.name), ("infralab_base_seed", _infralab_base_seed)]
     if hasattr(target, "loader"):  # isolated: each exercise has an executor of its own
         found = state.exercise_of(request.node.path)
         return target.loader(found[0].id if found else "")
@@ -285,7 +315,7 @@ def session_seed(config: pytest.Config) -> int:
     if given is not None:
         return given
     if _SEED_ENV not in os.environ:
-        os.environ[_SEED_ENV] = str(int.from_bytes(os.urandom(3), "little"))
+        os.environ[_SEED_ENV] = str(fresh_seed())
     return int(os.environ[_SEED_ENV])
 
 
@@ -296,20 +326,45 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"infralab: course {state.course.id}, target {state.default_target.name}, seed {session_seed(config)}"
 
 
+def _case_base_seed(item: pytest.Item) -> int:
+    """The base seed this case ran at: its seed in a sweep, else the run's."""
+    base = getattr(getattr(item, "callspec", None), "params", {}).get("_infralab_base_seed")
+    return session_seed(item.config) if base is None else base
+
+
+def _own_seed(item: pytest.Item, base: int) -> int:
+    """This test's seed at ``base``: from its node id without the id the kit added (target, sweep seed),
+    so a case of a soundness run or a sweep draws what a plain ``--seed`` run of the test draws."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    target = params.get("_infralab_target")
+    swept = "_infralab_base_seed" in params and item.config.getoption("infralab_seeds") > 1 \
+        and target in (None, "solutions") and _depends_on_seed(item.fixturenames, item.obj)
+    return test_seed(base, own_nodeid(item.nodeid, kit_id(target, base, swept)))
+
+
 @pytest.fixture
-def seed(request: pytest.FixtureRequest) -> int:
+def seed(request: pytest.FixtureRequest, _infralab_base_seed: int | None) -> int:
     """This test's seed, derived from the run's base seed and the test id; seeds torch, numpy, random.
 
     The base seed is ``--seed N`` when given (grading: repeatable), else drawn fresh for the run
     and shown in the header and in failures, so ``--seed N`` repeats a failing run.
     """
-    base = session_seed(request.config)
-    digest = hashlib.sha256(f"{base}:{request.node.nodeid}".encode()).digest()
-    value = int.from_bytes(digest[:4], "little")
+    value = _own_seed(request.node, _case_base_seed(request.node))
     request.node.user_properties.append(("infralab_seed", value))
     from infralab.testing import seed_everything
     seed_everything(value)
     return value
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A hypothesis test draws from its own seed too (``hypothesis.seed``), so ``--seed S`` repeats its
+    examples and each base seed of a sweep explores new ones (a derandomised profile would not)."""
+    function = getattr(item, "obj", None)
+    if not getattr(function, "is_hypothesis_test", False) or _state(item.config) is None:
+        return
+    import hypothesis
+    hypothesis.seed(_own_seed(item, _case_base_seed(item)))(function)
 
 
 @pytest.fixture
@@ -356,8 +411,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     message = _short_message(call.excinfo, _state(item.config).course.root)
     rep.user_properties.append(("infralab_message", message))
-    if "seed" in getattr(item, "fixturenames", ()) and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
-        rep.sections.append(("infralab", f"repeat this run's inputs with --seed {session_seed(item.config)}"))
+    if _depends_on_seed(getattr(item, "fixturenames", ()), getattr(item, "obj", None)) \
+            and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
+        rep.sections.append(("infralab", tr("seeds.repeat", seed=_case_base_seed(item))))
     diagnosis = getattr(call.excinfo.value, "diagnosis", None)
     if diagnosis:
         rep.user_properties.append(("infralab_diagnosis", diagnosis))
@@ -391,7 +447,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         nodeid=report.nodeid, name=name, exercise=props["infralab_exercise"],
         visibility=props["infralab_visibility"], outcome=outcome, weight=props.get("infralab_weight", 1.0),
         duration_s=round(report.duration, 4), message=message, diagnosis=props.get("infralab_diagnosis"),
-        seed=props.get("infralab_seed"), target=props.get("infralab_target"),
+        seed=props.get("infralab_seed"), target=props.get("infralab_target"), base_seed=props.get("infralab_base_seed"),
     ))
 
 

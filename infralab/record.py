@@ -41,10 +41,11 @@ class TestResult:
     duration_s: float = 0.0
     message: str = ""
     diagnosis: str | None = None
-    seed: int | None = None
+    seed: int | None = None  # the test's own seed
     target: str | None = None
     points: float = 0.0  # what this test won (see score_tests)
     max_points: float = 0.0  # what it could win: 0 for a skipped or an ungraded (visible) test
+    base_seed: int | None = None  # the run's base seed this case ran at (one of a sweep's, see infralab.seeds)
 
 
 @dataclass

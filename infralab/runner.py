@@ -29,6 +29,7 @@ class TestRun:
     hidden: bool = False
     mode: str = "check"
     seed: int | None = None
+    seeds: int = 1  # a sweep: seed-dependent tests at this many base seeds (infralab.seeds)
     isolated: bool = False
     soundness: bool = False
     jobs: int = 1
@@ -52,6 +53,8 @@ def pytest_command(course: Course, run: TestRun, record_path: Path) -> list[str]
             "--rootdir", str(course.root), "-o", "addopts=", "-o", "testpaths="]
     if run.seed is not None:
         args += ["--seed", str(run.seed)]
+    if run.seeds > 1:
+        args += ["--seeds", str(run.seeds)]
     if run.isolated:
         args.append("--isolated")
     if run.soundness:
