@@ -1,6 +1,6 @@
 """The executor's first seconds: lock the cage, drop privileges, then exec the executor.
 
-Runs as ``python -I -B boot.py BOOT.json REQUESTS_FD ANSWERS_FD``, already inside fresh network, mount and PID
+Runs as ``python -I -B boot.py BOOT.json REQUESTS_FD ANSWERS_FD FLAGS_FD``, already inside fresh network, mount and PID
 namespaces (``unshare --net --mount --pid --fork --mount-proc``), and still as root. It:
 
 1. hides folders behind empty read-only tmpfs mounts (the course root with ``graders/``,
@@ -89,7 +89,7 @@ def main() -> int:
         drop_privileges(config["uid"], config["gid"])
     os.chdir(config["cwd"])
     os.execve(config["python"], [config["python"], "-I", "-B", config["executor"], config["executor_config"],
-                                  *sys.argv[2:4]],
+                                  *sys.argv[2:5]],
               config["env"])
     return 1
 

@@ -112,7 +112,8 @@ class Drain(threading.Thread):
 
 class Cage:
     def __init__(self, code: dict[str, Path], package: str, course_root: Path, limits: CageLimits,
-                 banned: dict[str, list[str]] | None = None, triton: tuple[str, ...] = ()):
+                 banned: dict[str, list[str]] | None = None, triton: tuple[str, ...] = (),
+                 mutates: dict[str, dict[str, dict[str, int]]] | None = None):
         """``code``: relative path in the tree (``exercises/part01_x/m.py``) -> source file to copy."""
         self.limits = limits
         self.course_root = Path(course_root).resolve()
@@ -121,16 +122,16 @@ class Cage:
         self.uid = 10**6 + os.getpid() * 64 + next(_uid_counter) % 64 if self.root_user else None
         self.tree = Path(tempfile.mkdtemp(prefix="infralab-judge-"))
         self.lib, self.home = self.tree / "lib", self.tree / "home"
-        self._build(code, package, banned or {}, triton)
+        self._build(code, package, banned or {}, triton, mutates or {})
         self.proc: subprocess.Popen | None = None
         self.drain: Drain | None = None
-        self.to_executor = self.from_executor = -1
+        self.to_executor = self.from_executor = self.flags_from_executor = -1
         self.starts = 0
         self.overflowed = False  # some run printed more than the cap
 
     # -- the tree -----------------------------------------------------------------------------
     def _build(self, code: dict[str, Path], package: str, banned: dict[str, list[str]],
-               triton: tuple[str, ...] = ()) -> None:
+               triton: tuple[str, ...] = (), mutates: dict | None = None) -> None:
         kit = self.lib / "kit"
         kit.mkdir(parents=True)
         here = Path(__file__).parent
@@ -138,8 +139,10 @@ class Cage:
             shutil.copyfile(here / name, kit / name)
         (kit / "infralab").mkdir()  # the guards, the simulated group (multi-rank), and what they import
         (kit / "infralab" / "__init__.py").write_text("")
-        for name in ("guards.py", "triton_watch.py", "distributed.py", "errors.py"):
+        for name in ("guards.py", "opclasses.py", "triton_watch.py", "distributed.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
+        shutil.copytree(here.parent / "i18n", kit / "infralab" / "i18n",
+                        ignore=shutil.ignore_patterns("__pycache__"))  # the guards' messages
         for rel, src in code.items():
             dest = self.lib / "code" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +152,7 @@ class Cage:
                 (folder / "__init__.py").write_text("")
         self.home.mkdir()
         executor_config = {"code": str(self.lib / "code"), "package": package, "banned": banned,
-                           "triton": sorted(triton),
+                           "triton": sorted(triton), "mutates": mutates or {},
                            "threads": self.limits.threads}
         (self.lib / "executor.json").write_text(json.dumps(executor_config))
         (self.lib / "boot.json").write_text(json.dumps(self._boot_config()))
@@ -167,6 +170,8 @@ class Cage:
                # the executor's uid has no passwd entry: getpass.getuser() (torch's and triton's
                # cache folders) would raise KeyError without these
                "USER": "student", "LOGNAME": "student"}
+        if "INFRALAB_LANG" in os.environ:  # the guards' messages in the judge's language
+            env["INFRALAB_LANG"] = os.environ["INFRALAB_LANG"]
         if "TRITON_INTERPRET" in os.environ:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
         return env
@@ -203,8 +208,14 @@ class Cage:
         self.stop()
         judge_r, exec_w = os.pipe()  # answers: executor -> judge
         exec_r, judge_w = os.pipe()  # requests: judge -> executor
+        flags_r, flags_w = os.pipe()  # flags, as they happen: executor -> judge (infralab.judge.flags)
+        try:
+            import fcntl
+            fcntl.fcntl(flags_r, 1031, 1 << 20)  # F_SETPIPE_SZ: room for every capped flag of a call
+        except OSError:
+            pass
         boot = [sys.executable, "-I", "-B", str(self.lib / "kit" / "boot.py"), str(self.lib / "boot.json"),
-                str(exec_r), str(exec_w)]
+                str(exec_r), str(exec_w), str(flags_w)]
         if self.namespaces_problem is None:
             boot = ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", *boot]
 
@@ -213,11 +224,13 @@ class Cage:
             ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
         self.proc = subprocess.Popen(boot, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, pass_fds=(exec_r, exec_w), preexec_fn=child_setup,
+                                     stderr=subprocess.STDOUT, pass_fds=(exec_r, exec_w, flags_w),
+                                     preexec_fn=child_setup,
                                      start_new_session=True, env={"PATH": "/usr/bin:/bin"})
         os.close(exec_r)
         os.close(exec_w)
-        self.to_executor, self.from_executor = judge_w, judge_r
+        os.close(flags_w)
+        self.to_executor, self.from_executor, self.flags_from_executor = judge_w, judge_r, flags_r
         self.drain = Drain(self.proc.stdout, self.limits.output_cap_bytes)
         self.drain.start()
         self.starts += 1
@@ -240,10 +253,10 @@ class Cage:
             if self.drain is not None:
                 self.drain.join(timeout=2)
                 self.overflowed |= self.drain.total > self.limits.output_cap_bytes
-        for fd in (self.to_executor, self.from_executor):
+        for fd in (self.to_executor, self.from_executor, self.flags_from_executor):
             if fd >= 0:
                 os.close(fd)
-        self.to_executor = self.from_executor = -1
+        self.to_executor = self.from_executor = self.flags_from_executor = -1
         self.proc = None
 
     def output(self) -> tuple[str, int]:
