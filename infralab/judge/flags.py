@@ -3,8 +3,8 @@
 The kinds are the ``integrity.flag.<kind>`` keys of the message catalogue
 (:mod:`infralab.i18n.catalog_integrity`), each with its English and Chinese description. A
 :class:`FlagLog` keeps the flags of one implementation under test: it accepts only known kinds
-(an unknown one, as a forged flag from the executor would be, is kept as ``flag-forged`` with its
-name quoted), cleans the detail to one printable line, drops exact repeats, and keeps at most
+(an unknown one, or one only the judge records arriving from the executor, as a forged flag
+would, is kept as ``flag-forged`` with its name quoted), cleans the detail to one printable line, drops exact repeats, and keeps at most
 :data:`CAP_PER_KIND` flags of each kind (the rest are counted in one ``flags-capped`` flag), so
 that no kind can crowd another out of the record.
 """
@@ -15,6 +15,9 @@ from infralab.i18n import catalog, tr
 PREFIX = "integrity.flag."
 CAP_PER_KIND = 20
 MAX_DETAIL = 300
+# kinds only the judge itself records: the same kind from the executor's channel is a forgery
+JUDGE_ONLY = frozenset({"grading-error", "ignored-file", "timeout", "executor-died", "output", "backend",
+                        "suspicious-source", "flag-channel", "flag-forged", "flags-capped"})
 
 
 def known_kinds() -> frozenset[str]:
@@ -38,8 +41,9 @@ class FlagLog:
         self._dropped: dict[str, int] = {}
         self._kinds = known_kinds()
 
-    def add(self, kind: object, detail: object, source: str) -> None:
-        if type(kind) is not str or kind not in self._kinds:
+    def add(self, kind: object, detail: object, source: str, from_executor: bool = False) -> None:
+        """Record a flag; ``from_executor``: it came over the executor's channel (judge-only kinds refused)."""
+        if type(kind) is not str or kind not in self._kinds or (from_executor and kind in JUDGE_ONLY):
             kind, detail = "flag-forged", f"unknown kind {_clean(repr(kind), 60)}: {_clean(detail, 200)}"
         entry = {"kind": kind, "detail": _clean(detail), "source": source}
         if entry in self.flags:

@@ -181,8 +181,8 @@ class IsolatedTarget:
     def flags(self) -> list[dict]:
         return self.flag_log.finished()
 
-    def _flag(self, kind: object, detail: object) -> None:
-        self.flag_log.add(kind, str(detail).replace(str(self.cage.tree), "<executor>"), "executor")
+    def _flag(self, kind: object, detail: object, from_executor: bool = False) -> None:
+        self.flag_log.add(kind, str(detail).replace(str(self.cage.tree), "<executor>"), "executor", from_executor)
 
     def _read_flags(self, sync: object) -> None:
         """The flag channel up to the marker ``sync`` the answer names: every flag the call raised.
@@ -201,7 +201,7 @@ class IsolatedTarget:
                 self._flag("flag-channel", f"unreadable ({e})")
                 break
             if "flag" in header and type(header["flag"]) is dict:
-                self._flag(header["flag"].get("kind"), header["flag"].get("detail", ""))
+                self._flag(header["flag"].get("kind"), header["flag"].get("detail", ""), from_executor=True)
             elif "sync" in header:
                 if header["sync"] == sync:
                     return
