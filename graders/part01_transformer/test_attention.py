@@ -73,8 +73,8 @@ def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=N
 
 
 def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None, name="attention output"):
-    got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)
     expected = reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
+    got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)  # after: inputs as given
     assert_close(got, expected, name=name, reduction=k.shape[2],
                  mistakes=attention_mistakes(q, k, v, causal, window, padding, scale))
 
@@ -205,8 +205,9 @@ def test_value_head_dim_may_differ(impl, gen):
 def test_masked_attention_takes_any_broadcastable_mask(impl, gen):
     q, k, v = qkv(gen, 2, 4, 2, 5, 6, 8)
     mask = torch.rand(2, 4, 5, 6, generator=gen) > 0.4  # a different mask per head
+    expected = reference_attention(q, k, v, mask)  # from the inputs as they were before the call
     got = impl(MODULE).masked_attention(q, k, v, mask)
-    assert_close(got, reference_attention(q, k, v, mask), name="masked_attention output")
+    assert_close(got, expected, name="masked_attention output")
 
 
 @pytest.mark.weight(2)

@@ -197,6 +197,9 @@ class IsolatedTarget:
             except wire.Closed:
                 self._flag("flag-channel", "closed while the executor was answering")
                 break
+            except wire.Timeout:  # the student's code closed its end (other holders keep the pipe open)
+                self._flag("flag-channel", "closed or silenced: no end-of-call marker")
+                break
             except wire.WireError as e:
                 self._flag("flag-channel", f"unreadable ({e})")
                 break

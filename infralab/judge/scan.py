@@ -67,6 +67,9 @@ def findings(source: str, filename: str, triton: bool = False) -> Iterator[tuple
             base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
             names = [f"{base}.{a.name}" if base else a.name for a in node.names] if base else \
                 [a.name for a in node.names]
+            for alias in node.names:
+                if alias.name in NAMES:
+                    yield line, f"import {alias.name} ({NAMES[alias.name]})"
             for name in ([base] if base else []) + names:
                 why = MODULES.get(name) or MODULES.get(name.split(".")[0])
                 if why:
