@@ -167,6 +167,7 @@ class Session:
         # bound once: replacing Session's or the guards' attributes later changes nothing here
         receive, send, dispatch, describe = self.wire.receive, self.wire.send, self.dispatch, self.describe
         check_tampering, lost_guards, flag = self.check_tampering, self.lost_guards, self.flag
+        from infralab.i18n import tr
         requests, answers, flags = self.config["fds"]
         sync = 0
         while True:
@@ -182,9 +183,10 @@ class Session:
             lost = lost_guards()
             if lost:
                 flag("guard-disabled", f"{', '.join(lost[:5])} replaced")
-                answer, out = {"error": {"type": "RuntimeError", "builtin": True, "where": "", "traceback": "",
-                                         "message": f"GuardDisabled: {', '.join(lost[:5])} replaced; "
-                                                    "the call does not count"}}, {}
+                where = str(request.get("module") or request.get("name") or request.get("op"))
+                message = tr("integrity.guard_disabled", where=where, what=f"{', '.join(lost[:5])} replaced")
+                answer, out = {"error": {"type": "GuardDisabled", "builtin": False, "where": "", "traceback": "",
+                                         "message": message}}, {}
             sync += 1
             answer["sync"] = sync
             try:
