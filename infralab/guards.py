@@ -91,7 +91,8 @@ class _OpGuard(TorchDispatchMode):
 
 # -- inputs ----------------------------------------------------------------------------------------
 def _labelled_tensors(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, int | str, torch.Tensor]]:
-    """(name for messages, position or keyword, tensor) of every tensor argument (one list level deep)."""
+    """(name for messages, position or keyword, tensor) of every tensor argument (and of the tensors in a
+    list, tuple or dict argument: one level deep)."""
     try:
         names = list(inspect.signature(fn).bind_partial(*args, **kwargs).arguments)
     except (TypeError, ValueError):
@@ -100,9 +101,9 @@ def _labelled_tensors(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str
     for slot, value in [(i, a) for i, a in enumerate(args)] + list(kwargs.items()):
         label = names[slot] if isinstance(slot, int) and slot < len(names) else (
             slot if isinstance(slot, str) else f"argument {slot}")
+        inner = enumerate(value) if isinstance(value, (list, tuple)) else value.items() if isinstance(value, dict) else ()
         items = [(label, value)] if isinstance(value, torch.Tensor) else \
-            [(f"{label}[{j}]", v) for j, v in enumerate(value) if isinstance(v, torch.Tensor)] \
-            if isinstance(value, (list, tuple)) else []
+            [(f"{label}[{j!r}]", v) for j, v in inner if isinstance(v, torch.Tensor)]
         found += [(lab, slot, t) for lab, t in items]
     return found
 

@@ -42,6 +42,8 @@ def f(x):
     return gc.get_objects()
 
 g = torch.compile(f)
+import numpy as np
+h = lambda x: np.exp(x.numpy())
 '''
 CLEAN = '''
 import math
@@ -59,7 +61,8 @@ def test_the_scan_flags_what_has_no_place_in_an_answer_with_its_line():
     text = "\n".join(f"{line}: {what}" for line, what in found)
     for line, words in ((2, "import ctypes"), (2, "import gc"), (4, "_disable_current_modes"),
                         (7, "torch._C"), (7, "DisableTorchFunction"), (8, "sys._getframe"), (9, "'__main__'"),
-                        (9, "'guarded_call'"), (10, "gc.get_objects"), (12, "torch.compile")):
+                        (9, "'guarded_call'"), (10, "gc.get_objects"), (12, "torch.compile"), (13, "import numpy"),
+                        (14, ".numpy()")):
         assert any(n == line and words in what for n, what in found), f"line {line} {words!r} not in:\n{text}"
     assert not list(findings(CLEAN, "m.py", triton=True))
     assert not any("torch.compile" in w for _, w in findings(HOSTILE, "m.py", triton=False))

@@ -3,7 +3,9 @@
 The judge parses each taken module (never imports it) and walks its syntax tree, noting each
 use of: the executor's or the harness's names, torch's private dispatch switches, frame or gc
 walking, ctypes, process-wide hooks, and, in a Triton exercise, ``torch.compile`` (its kernels
-must be the student's own ``@triton.jit`` functions). Names hidden in string constants
+must be the student's own ``@triton.jit`` functions) and data taken out of torch (numpy,
+``.numpy()``, ``.tolist()``: a result computed there and copied by a kernel of one's own would
+otherwise pass the guards' kernel-output evidence). Names hidden in string constants
 (``getattr(torch, "_C")``) count as uses. Each finding becomes a ``suspicious-source`` flag
 ``file:line: what``: evidence for the instructor; the verdicts stay with the guards.
 """
@@ -38,6 +40,10 @@ MODULES: dict[str, str] = {
     "torch.utils._python_dispatch": "torch's private dispatch switches", "torch.overrides": "torch's private dispatch switches",
 }
 COMPILE = {"torch._dynamo", "torch._inductor", "torch.compile"}
+# in a Triton exercise: computing outside torch and Triton, then copying the result with a kernel,
+# would write the outputs from a kernel of the student's own; its ingredients have no place there
+OUTSIDE = {"numpy": "numpy in a Triton exercise", "numpy()": "a tensor's data taken out to numpy in a Triton exercise",
+           "tolist()": "a tensor's data taken out to Python in a Triton exercise"}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -76,6 +82,13 @@ def findings(source: str, filename: str, triton: bool = False) -> Iterator[tuple
                     yield line, f"import {name} ({why})"
                 if triton and any(name == c or name.startswith(c + ".") for c in COMPILE):
                     yield line, f"import {name} (torch.compile in a Triton exercise: write the kernels yourself)"
+        if triton and isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            if any(m.split(".")[0] == "numpy" for m in modules):
+                yield line, f"import numpy ({OUTSIDE['numpy']})"
+        if triton and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and f"{node.func.attr}()" in OUTSIDE:
+            yield line, f".{node.func.attr}() ({OUTSIDE[node.func.attr + '()']})"
         if triton and isinstance(node, ast.Attribute) and _dotted(node) in COMPILE:
             yield line, f"{_dotted(node)} (torch.compile in a Triton exercise: write the kernels yourself)"
 
