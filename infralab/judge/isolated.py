@@ -123,7 +123,6 @@ class IsolatedTarget:
                 mutates = getattr(state, "mutates", None)
         self.mutates = mutates or {}  # module -> function -> {parameter: position} it may change
         self.flag_log = FlagLog()
-        self.sync = 0  # the last flag-channel marker read
         self.ignored: list[str] = []
         code, self.package = self._code_tree(Path(course_root))
         if spec.kind == "submission":  # before anything runs: the submitted source itself
