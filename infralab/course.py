@@ -7,8 +7,9 @@ performance challenges. Anything off fails with the file, the key path and what 
 """
 from __future__ import annotations
 
+import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ class Exercise:
     mutants_dir: Path
     requires: tuple[str, ...] = ()  # e.g. ("triton",), ("gpu",)
     perf: tuple[dict[str, Any], ...] = ()
-    banned: tuple[str, ...] = ()  # torch routines the implementation may not call (see guards.py)
+    banned: tuple[str, ...] = ()  # op classes the implementation may not run (see opclasses.py, guards.py)
+    mutates: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()  # function -> (parameter, position) it may change
     triton: bool = False  # every call must launch a @triton.jit kernel (see guards.py)
     # mutant name -> why only the hidden tests catch it (docs/authoring.md); every other mutant fails a visible test
     hidden_only: dict[str, str] = field(default_factory=dict, hash=False)
@@ -50,6 +52,12 @@ class Exercise:
     def id(self) -> str:
         """Course-wide id, also the module's dotted name: ``part01_transformer.rope``."""
         return f"{self.part}.{self.name}"
+
+    @property
+    def may_change(self) -> dict[str, dict[str, int]]:
+        """function (or ``Class.method``) -> {parameter: position} of the inputs its spec lets it change
+        (course.yml ``mutates:``; position -1 for keyword-only); every other input must stay as it was."""
+        return {fn: dict(params) for fn, params in self.mutates}
 
     @property
     def module_path(self) -> Path:
@@ -190,7 +198,7 @@ class _Reader:
 
 
 _EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned",
-                  "triton", "hidden_only"}
+                  "triton", "hidden_only", "mutates"}
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
@@ -218,7 +226,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
         points=r.get("points").number(0.0), textbook=r.get("textbook").str(),
         visible_tests=visible, hidden_tests=hidden, mutants_dir=mutants,
         requires=requires, perf=tuple(perf),
-        banned=tuple(b.ident() for b in r.get("banned", []).list()),
+        banned=_banned(r.get("banned", [])),
         triton=r.get("triton", False).bool(),
         hidden_only=_hidden_only(root, r.get("hidden_only", {}), mutants, release),
     )
@@ -228,6 +236,8 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
     for key, path in (("tests.visible", visible),) + ((("tests.hidden", hidden),) if not release else ()):
         if not (root / path).is_file():
             raise r.error(f"an existing test file at {path}", key=f"{r.key}.{key}")
+    if r.data.get("mutates") is not None:
+        ex = replace(ex, mutates=_mutates(r.get("mutates"), root / "exercises" / ex.module_path, public))
     return ex
 
 
@@ -243,6 +253,62 @@ def _hidden_only(root: Path, r: _Reader, mutants: Path, release: bool) -> dict[s
             raise entry.error(f"the name of a mutant in {mutants}", mutant)
         out[mutant] = entry.str()
     return out
+
+
+def _banned(r: _Reader) -> tuple[str, ...]:
+    """course.yml ``banned:``: op classes, or routine names standing for their class (infralab.opclasses)."""
+    from infralab.i18n import tr
+    from infralab.opclasses import BANNABLE, ROUTINE_CLASS, ban_classes
+
+    for i, item in enumerate(r.list()):
+        if item.ident() not in BANNABLE and item.data not in ROUTINE_CLASS:
+            raise item.error(tr("integrity.course.banned_name", classes=", ".join(BANNABLE)), item.data)
+    return tuple(sorted(ban_classes(r.data)))
+
+
+def _signatures(stub: Path) -> dict[str, list[tuple[str, int]]]:
+    """(parameter, position) of every module-level function and ``Class.method`` of the stub
+    (positions without ``self``; -1 for keyword-only)."""
+    tree = ast.parse(stub.read_text(encoding="utf-8"), filename=str(stub))
+    found: dict[str, list[tuple[str, int]]] = {}
+
+    def params(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[tuple[str, int]]:
+        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args][1 if method else 0:]
+        return [(n, i) for i, n in enumerate(positional)] + [(a.arg, -1) for a in fn.args.kwonlyargs]
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = params(node, False)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[f"{node.name}.{item.name}"] = params(item, True)
+    return found
+
+
+def _mutates(r: _Reader, stub: Path, public: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """course.yml ``mutates: {function: [parameter, ...]}``: each function public (or ``Class.method``
+    of a public class), each parameter one of the stub's, resolved to its position."""
+    from infralab.i18n import tr
+
+    if not isinstance(r.data, dict):
+        raise r.error("a mapping {function: [parameter, ...]}", type(r.data).__name__)
+    signatures = _signatures(stub)
+    out = []
+    for fn in r.data:
+        owner = str(fn).split(".")[0]
+        if not isinstance(fn, str) or owner not in public or fn not in signatures:
+            raise r.error(tr("integrity.course.mutates_function", public=", ".join(public)), fn,
+                          key=f"{r.key}.{fn}")
+        params = dict(signatures[fn])
+        chosen = []
+        for item in r.get(fn).list():
+            if item.data not in params:
+                raise item.error(tr("integrity.course.mutates_argument", function=fn, file=stub,
+                                    parameters=", ".join(params)), item.data)
+            chosen.append((item.data, params[item.data]))
+        out.append((fn, tuple(chosen)))
+    return tuple(out)
 
 
 def _perf_challenge(r: _Reader, profiles: set[str]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class _State:
         self.perf: list[dict] = []  # performance entries (infralab.perf), via the perf_record fixture
         self.banned = {ex.id: ex.banned for ex in course.exercises if ex.banned}
         self.triton = frozenset(ex.id for ex in course.exercises if ex.triton)
+        self.mutates = {ex.id: ex.may_change for ex in course.exercises}  # the inputs each call may change
 
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
@@ -54,7 +55,7 @@ class _State:
                 from infralab.judge.isolated import PerExerciseTarget
                 self.targets[spec.name] = PerExerciseTarget(spec, JudgeConfig.from_course(self.course))
             else:
-                self.targets[spec.name] = InProcessTarget(spec, self.banned, self.triton)
+                self.targets[spec.name] = InProcessTarget(spec, self.banned, self.triton, self.mutates)
         return self.targets[spec.name]
 
     def exercise_of(self, path: Path) -> tuple[Exercise, str] | None:

@@ -123,12 +123,15 @@ class Implementation:
     """One module of the implementation under test; attribute access reaches its functions."""
 
     def __init__(self, module_name: str, module: types.ModuleType, origin: str, banned: tuple[str, ...] = (),
-                 triton: bool = False):
+                 triton: bool = False, mutates: dict[str, dict[str, int]] | None = None,
+                 own_kernel: Any = None):
         self._module_name = module_name
         self._module = module
         self._origin = origin
         self._banned = banned
         self._triton = triton  # every call must launch a Triton kernel (course.yml `triton: true`)
+        self._mutates = mutates  # function -> {parameter: position} it may change; None: inputs unchecked
+        self._own_kernel = own_kernel
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -139,7 +142,9 @@ class Implementation:
             raise TargetError(
                 f"{self._origin} has no `{name}`: define it with the signature given in the stub"
             ) from None
-        return guarded(value, self._banned, f"{self._origin}: {name}", triton=self._triton)
+        allowed = None if self._mutates is None else self._mutates.get(name, {})
+        return guarded(value, self._banned, f"{self._origin}: {name}", triton=self._triton, allowed=allowed,
+                       own_kernel=self._own_kernel or (lambda file: True))
 
     def __repr__(self) -> str:
         return f"<implementation {self._module_name} from {self._origin}>"
@@ -149,10 +154,14 @@ class InProcessTarget:
     """Loads a target's modules into this process (real imports, real tracebacks, pdb works)."""
 
     def __init__(self, spec: TargetSpec, banned: dict[str, tuple[str, ...]] | None = None,
-                 triton: set[str] | frozenset[str] = frozenset()):
+                 triton: set[str] | frozenset[str] = frozenset(),
+                 mutates: dict[str, dict[str, dict[str, int]]] | None = None):
         self.spec = spec
-        self.banned = banned or {}  # module -> banned torch routines (course.yml `banned`)
+        self.banned = banned or {}  # module -> banned op classes (course.yml `banned`)
         self.triton = triton  # modules whose calls must launch a Triton kernel (course.yml `triton`)
+        # module -> function -> inputs it may change (course.yml `mutates`); None: inputs not checked
+        # (timing code), else every call fails that changes any other input tensor
+        self.mutates = mutates
         self.package = f"_infralab_target_{next(_counter)}"
         self._failures: dict[str, TargetError] = {}
         pkg = types.ModuleType(self.package)
@@ -188,7 +197,16 @@ class InProcessTarget:
             self._failures[module_name] = error
             raise error from None
         return Implementation(module_name, module, origin, self.banned.get(module_name, ()),
-                              triton=module_name in self.triton)
+                              triton=module_name in self.triton,
+                              mutates=None if self.mutates is None else self.mutates.get(module_name, {}),
+                              own_kernel=self.own_kernel)
+
+    def own_kernel(self, file: str) -> bool:
+        """Whether a kernel defined in ``file`` is the target's own (its tree, its overlays, a mutant's edit)."""
+        path = Path(file)
+        if any(path == Path(f) for f in self.spec.overlays.values()) or self.spec.base.resolve() in path.resolve().parents:
+            return True
+        return self.spec.kind == "mutant" and file.startswith("<mutant of ")
 
     def close(self) -> None:
         if self._finder in sys.meta_path:

@@ -3,7 +3,8 @@
 Every numerical check in the course goes through :func:`assert_close`:
 
 - tolerances come from :func:`tolerance`, keyed to the dtype (one table for the whole course);
-- NaN or Inf in the answer never passes where the expected value is finite;
+- NaN or Inf in the answer never passes where the expected value is finite, and where the
+  expected value is ±Inf only the same infinity passes;
 - shape and dtype are checked first, with a message that says what was expected;
 - a mismatch names how many elements differ, the worst one and where, and, given the outputs
   of known mistakes (``mistakes={"interleaved pairs instead of rotate-half": wrong}``), which
@@ -78,9 +79,9 @@ def check_tensor(actual: Any, *, shape: tuple[int, ...] | None = None, dtype: to
 def _close_mask(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     a = actual.detach().to("cpu", torch.float64)
     e = expected.detach().to("cpu", torch.float64)
-    ok = (a - e).abs() <= atol + rtol * e.abs()
-    ok |= (a == e)  # equal infinities
-    ok &= ~torch.isnan(a)  # NaN never passes
+    close = (a - e).abs() <= atol + rtol * e.abs()
+    ok = torch.where(torch.isfinite(e), close, a == e)  # an infinity is matched only by the same infinity
+    ok &= ~torch.isnan(a)  # NaN never passes (and an expected NaN is never matched)
     return ok
 
 

@@ -5,18 +5,21 @@ Used by :mod:`infralab.guards` for exercises flagged ``triton: true`` in course.
 
     with watching() as watch:
         result = fn(*args)
-    if not watch.launches: ...  # the function computed its result without a Triton kernel
+    watch.launches  # each launch: the kernel's name, the file it is defined in, the storages it wrote
 
 Three things happen inside ``watching()``:
 
-- every kernel launch is recorded: compiled kernels through Triton's public launch hook
-  (``triton.knobs.runtime.launch_enter_hook``), interpreted ones (``TRITON_INTERPRET=1``) by a
-  wrapper around ``InterpretedFunction.run``, the interpreter's single entry point;
+- every kernel launch is recorded, compiled (``JITFunction.run``) and interpreted
+  (``InterpretedFunction.run``, ``TRITON_INTERPRET=1``) alike: the kernel's name, the file its
+  ``@triton.jit`` function is defined in, and which of its tensor arguments' storages changed
+  during the launch (compared byte for byte before and after, on whatever device they live):
+  the evidence that a returned tensor is a kernel's output and not torch's;
 - under the interpreter, a masked load or store whose active lanes point outside every tensor
   argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
   (a missing mask would otherwise crash the whole pytest process with "corrupted size");
 - memory that torch allocates without initialising (``torch.empty``) is filled with NaN (or
-  the largest integer), so an output element the kernel never writes cannot pass by chance.
+  the largest integer), so an output element the kernel never writes cannot pass by chance,
+  and a kernel that writes its output always changes its bytes.
   Timing code turns this off with ``watching(poison_allocations=False)``.
 
 This module imports nothing from infralab, so an isolated executor can ship it as is.
@@ -31,27 +34,89 @@ from dataclasses import dataclass, field
 _LOCK = threading.Lock()
 _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launches)
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
-_INSTALLED = {"interpreter": False}
+_INSTALLED = {"interpreter": False, "compiled": False}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: the kernel, where it is defined, the storages it changed."""
+
+    name: str
+    file: str
+    written: frozenset = frozenset()  # storage keys (see Watch.storage_key)
 
 
 @dataclass
 class Watch:
     """What happened during one watched call."""
 
-    launches: list[str] = field(default_factory=list)  # kernel names, in launch order
+    launches: list[Launch] = field(default_factory=list)
 
-    def _launched(self, name: str) -> None:
-        self.launches.append(name)
-
-
-def _record_launch(name: str) -> None:
-    for watch in list(_ACTIVE):
-        watch._launched(name)
+    @staticmethod
+    def storage_key(t) -> tuple[str, int]:
+        """A tensor's storage, as launches record it (views of one buffer share it)."""
+        return (str(t.device), t.untyped_storage().data_ptr())
 
 
-def _compiled_hook(metadata) -> None:  # triton.knobs.runtime.launch_enter_hook
-    data = getattr(metadata, "data", None)  # a LazyDict: read its plain part, never evaluate it
-    _record_launch(str(data.get("name") if isinstance(data, dict) else "triton kernel"))
+def quiet_modes():
+    """Torch dispatch modes off for the watch's own bookkeeping (the guard sees only the student's ops)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    return _disable_current_modes()
+
+
+def _tensors(values) -> list:
+    found = []
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            found += _tensors(v)
+        elif hasattr(v, "untyped_storage") and hasattr(v, "data_ptr"):
+            found.append(v)
+        elif hasattr(v, "base") and hasattr(v.base, "untyped_storage"):  # TensorDescriptor
+            found.append(v.base)
+    return found
+
+
+def _storage_bytes(t):
+    import torch
+
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).clone()
+
+
+def _watched_run(run):
+    """A kernel's ``run`` that records the launch and the storages it wrote (warm-ups are not launches)."""
+
+    def watched_run(self, *args, grid, warmup, **kwargs):
+        if warmup or not _ACTIVE:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        import torch
+
+        with quiet_modes():
+            tensors = {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))}
+            before = {key: _storage_bytes(t) for key, t in tensors.items()}
+        try:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            with quiet_modes():
+                written = frozenset(key for key, t in tensors.items() if not torch.equal(_storage_bytes(t), before[key]))
+            fn = getattr(self, "fn", None)
+            code = getattr(fn, "__code__", None)
+            launch = Launch(str(getattr(fn, "__name__", "triton kernel")), str(getattr(code, "co_filename", "")), written)
+            for watch in list(_ACTIVE):
+                watch.launches.append(launch)
+
+    watched_run.__wrapped__ = run
+    return watched_run
+
+
+def _install_compiled() -> None:
+    if _INSTALLED["compiled"]:
+        return
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return
+    JITFunction.run = _watched_run(JITFunction.run)
+    _INSTALLED["compiled"] = True
 
 
 def _storage_ranges(values, ranges: list[tuple[int, int]]) -> None:
@@ -104,12 +169,7 @@ def _install_interpreter() -> None:
     builder = getattr(interpreter, "InterpreterBuilder", None)
     if function is None or executor is None:
         return
-    run, call, init_args = function.run, executor.__call__, executor._init_args_hst
-
-    def watched_run(self, *args, grid, warmup, **kwargs):
-        if not warmup:
-            _record_launch(getattr(self.fn, "__name__", "triton kernel"))
-        return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+    call, init_args = executor.__call__, executor._init_args_hst
 
     def bounded_call(self, *args, **kwargs):
         _BOUNDS.append(None)
@@ -126,7 +186,7 @@ def _install_interpreter() -> None:
             _BOUNDS[-1] = ranges
         return args_hst, kwargs_hst
 
-    function.run = watched_run
+    function.run = _watched_run(function.run)
     executor.__call__ = bounded_call
     executor._init_args_hst = recording_init_args
     if builder is not None and hasattr(builder, "create_masked_load") and hasattr(builder, "create_masked_store"):
@@ -165,16 +225,9 @@ def _poisoned_allocations() -> Iterator[None]:
 def watching(poison_allocations: bool = True) -> Iterator[Watch]:
     """Record the Triton kernels launched inside the block (see the module docstring)."""
     watch = Watch()
-    try:
-        import triton
-        from triton import knobs
-    except ImportError:
-        triton = knobs = None
-    hooks = getattr(getattr(knobs, "runtime", None), "launch_enter_hook", None)
     with _LOCK:
         _install_interpreter()
-        if not _ACTIVE and hooks is not None:
-            hooks.add(_compiled_hook)
+        _install_compiled()
         _ACTIVE.append(watch)
     try:
         with _poisoned_allocations() if poison_allocations else contextlib.nullcontext():
@@ -182,5 +235,3 @@ def watching(poison_allocations: bool = True) -> Iterator[Watch]:
     finally:
         with _LOCK:
             _ACTIVE.remove(watch)
-            if not _ACTIVE and hooks is not None:
-                hooks.remove(_compiled_hook)

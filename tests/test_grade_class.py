@@ -65,6 +65,14 @@ EXPECTED = {
     "mountinfo_leak": (0.0, set(), "/proc"),
     "tree_memory": (1.5, set(), ""),
     "patch_tests_in_process": (0.0, {"harness-import"}, ""),
+    # issue 11's samples attack other exercises (tests/test_hostile_integrity.py grades them there);
+    # here their rmsnorm is the stub, and the source scan still flags what has no place in an answer
+    "writeback_zeroing": (0.0, set(), "NotImplementedError"),
+    "wrapper_replacement": (0.0, {"suspicious-source"}, "NotImplementedError"),
+    "disable_torch_function": (0.0, {"suspicious-source"}, "NotImplementedError"),
+    "triton_noop_launch": (0.0, set(), "NotImplementedError"),
+    "torch_compile_triton": (0.0, set(), "NotImplementedError"),
+    "flag_flooding": (5.0, {"tampering", "read-hidden", "harness-import", "flag-forged", "suspicious-source"}, ""),
 }
 NOT_GRADED = {"corrupt_zip"}  # intake could not read it: no test ran, the record says why
 

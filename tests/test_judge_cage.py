@@ -115,7 +115,8 @@ def probe(tmp_path_factory):
     (root / "out").mkdir()
     spec = TargetSpec(name="probe", base=root / "exercises", kind="exercises")
     limits = CageLimits(call_timeout_s=4.0, budget_s=60.0, nproc=32, hide=[str(root / "out")])
-    target = IsolatedTarget(spec, JudgeConfig(course_root=root), limits)
+    target = IsolatedTarget(spec, JudgeConfig(course_root=root, mutates={"part09_probe.probe": {"add_into": {"out": 1}}}),
+                            limits)
     yield target, root
     target.close()
 
@@ -225,18 +226,18 @@ def test_banned_routines_raise_and_are_flagged_in_the_cage(tmp_path):
     (tmp_path / "exercises/part09_probe").mkdir(parents=True)
     (tmp_path / "exercises/part09_probe/banned.py").write_text(textwrap.dedent(BANNED))
     spec = TargetSpec(name="probe", base=tmp_path / "exercises", kind="exercises")
-    target = IsolatedTarget(spec, JudgeConfig(course_root=tmp_path, banned={"part09_probe.banned": ("mm", "matmul")}),
+    target = IsolatedTarget(spec, JudgeConfig(course_root=tmp_path, banned={"part09_probe.banned": ("matmul",)}),
                             CageLimits(call_timeout_s=30.0, budget_s=60.0))
     try:
         mod = target.load("part09_probe.banned")
         a, b = torch.ones(2, 3), torch.ones(3, 4)
         with pytest.raises(RuntimeError, match=r"^BannedCall: part09_probe.banned: product called "
-                                               r"torch.Tensor.matmul, .*\(banned here: matmul, mm\)") as caught:
+                                               r"aten.mm \(matmul routine\), .*\(banned here: matmul\)") as caught:
             mod.product(a, b)
         assert caught.value.remote_where == "exercises/part09_probe/banned.py:6", "the student's line, not the guard's"
         assert torch.equal(mod.hidden_product(a, b), torch.zeros(2, 4))  # caught by the code: still flagged
         details = [f["detail"] for f in target.flags if f["kind"] == "banned-call"]
-        assert details == ["part09_probe.banned: product called torch.Tensor.matmul",
-                         "part09_probe.banned: hidden_product called torch.Tensor.matmul"]
+        assert details == ["part09_probe.banned: product called aten.mm (matmul)",
+                           "part09_probe.banned: hidden_product called aten.mm (matmul)"]
     finally:
         target.close()

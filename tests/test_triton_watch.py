@@ -1,10 +1,11 @@
-"""The Triton guard of `triton: true` exercises: launch check, interpreter bounds check, NaN-filled allocations."""
+"""The Triton guard of `triton: true` exercises: launch check, outputs written by the submission's own
+kernels, interpreter bounds check, NaN-filled allocations."""
 import os
 
 import pytest
 import torch
 
-from infralab.guards import NoKernelLaunched, guarded
+from infralab.guards import NoKernelLaunched, NoKernelOutput, checked_call, guarded
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -35,6 +36,31 @@ def test_a_call_that_launches_a_kernel_passes_the_launch_check():
 def test_a_call_that_launches_no_kernel_raises_no_kernel_launched():
     with pytest.raises(NoKernelLaunched, match="without launching a Triton kernel"):
         guarded(lambda x: x.clone(), (), "clone", triton=True)(torch.randn(10))
+
+
+@triton.jit
+def _nothing_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.load(x_ptr + offsets, mask=offsets < n)
+
+
+def _do_nothing_launch_then_torch(x):
+    _nothing_kernel[(1,)](x, x.numel(), BLOCK=64)
+    return x.clone()  # the "answer" comes from torch, not from a kernel
+
+
+def test_a_returned_tensor_no_kernel_wrote_fails_even_after_a_launch():
+    flags = []
+    with pytest.raises(NoKernelOutput, match="returned tensor 0 was not written by a @triton.jit kernel"):
+        checked_call(_do_nothing_launch_then_torch, (torch.randn(10),), {}, where="copy", triton=True,
+                     on_flag=lambda kind, detail: flags.append(kind))
+    assert flags == ["not-kernel-output"]
+
+
+def test_a_kernel_defined_outside_the_submissions_files_is_no_evidence():
+    with pytest.raises(NoKernelOutput):
+        checked_call(_copy, (torch.randn(10),), {}, where="copy", triton=True, own_kernel=lambda f: f != __file__)
+    checked_call(_copy, (torch.randn(10),), {}, where="copy", triton=True, own_kernel=lambda f: f == __file__)
 
 
 def test_an_unmasked_store_past_the_end_fails_instead_of_corrupting_the_heap():

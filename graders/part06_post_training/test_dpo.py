@@ -65,8 +65,9 @@ def random_batch(g, B, T, V, dtype=torch.float32):
 def test_sequence_logps_match_token_by_token_reference(impl, B, T, V, average, seed):
     g = torch.Generator().manual_seed(seed)
     logits, ids, mask = random_batch(g, B, T, V)
+    expected = reference_sequence_logps(logits, ids, mask, average)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
-    assert_close(got, reference_sequence_logps(logits, ids, mask, average), name="sequence log-probs",
+    assert_close(got, expected, name="sequence log-probs",
                  mistakes=logps_mistakes(logits, ids, mask, average))
 
 
@@ -79,15 +80,17 @@ def test_sequence_logps_ignore_prompt_and_padding(impl, gen):
     mask[0, 9:12] = True
     mask[1, 5:16] = True
     mask[2, 14:15] = True
+    expected = reference_sequence_logps(logits, ids, mask)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask)
-    assert_close(got, reference_sequence_logps(logits, ids, mask), name="sequence log-probs",
+    assert_close(got, expected, name="sequence log-probs",
                  mistakes=logps_mistakes(logits, ids, mask))
 
 
 def test_sequence_logps_of_half_precision_logits_are_fp32(impl, gen):
     logits, ids, mask = random_batch(gen, 2, 10, 50, dtype=torch.bfloat16)
+    expected = reference_sequence_logps(logits, ids, mask)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask)
-    assert_close(got, reference_sequence_logps(logits, ids, mask), name="sequence log-probs of bf16 logits",
+    assert_close(got, expected, name="sequence log-probs of bf16 logits",
                  mistakes=logps_mistakes(logits, ids, mask))
 
 
@@ -95,8 +98,9 @@ def test_sequence_logps_without_response_tokens_is_zero(impl, gen):
     logits, ids, _ = random_batch(gen, 2, 6, 9)
     mask = torch.zeros(2, 6, dtype=torch.long)
     for average in (False, True):
+        expected = torch.zeros(2)  # from the inputs as they were before the call
         got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
-        assert_close(got, torch.zeros(2), name=f"log-prob of an empty response (average={average})")
+        assert_close(got, expected, name=f"log-prob of an empty response (average={average})")
 
 
 def test_sequence_logps_leave_inputs_untouched(impl, gen):
@@ -126,11 +130,12 @@ def reward_mistakes(pc, pr, rc, rr, beta):
 def test_rewards_and_margins_match_their_definition(impl, B, beta, seed):
     g = torch.Generator().manual_seed(seed)
     pc, pr, rc, rr = four_logps(g, B)
+    expected = beta * (pc - rc), beta * (pr - rr), beta * ((pc - rc) - (pr - rr))  # before the call
     chosen, rejected, margins = impl(MODULE).dpo_rewards(pc, pr, rc, rr, beta=beta)
-    assert_close(chosen, beta * (pc - rc), name="chosen rewards", mistakes=reward_mistakes(pc, pr, rc, rr, beta))
-    assert_close(rejected, beta * (pr - rr), name="rejected rewards",
+    assert_close(chosen, expected[0], name="chosen rewards", mistakes=reward_mistakes(pc, pr, rc, rr, beta))
+    assert_close(rejected, expected[1], name="rejected rewards",
                  mistakes={"beta left out of the rewards (plain log-ratios)": lambda: pr - rr})
-    assert_close(margins, beta * ((pc - rc) - (pr - rr)), name="reward margins",
+    assert_close(margins, expected[2], name="reward margins",
                  mistakes={"beta left out of the rewards (plain log-ratios)": lambda: (pc - rc) - (pr - rr),
                            "margin taken as rejected - chosen": lambda: beta * ((pr - rr) - (pc - rc))})
 
@@ -167,8 +172,9 @@ def loss_mistakes(pc, pr, rc, rr, beta, eps=0.0):
 def test_dpo_sigmoid_loss_matches_reference(impl, B, beta, seed):
     g = torch.Generator().manual_seed(seed)
     pc, pr, rc, rr = four_logps(g, B)
+    expected = reference_loss(pc, pr, rc, rr, beta)  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta)
-    assert_close(got, reference_loss(pc, pr, rc, rr, beta), name="DPO loss per pair",
+    assert_close(got, expected, name="DPO loss per pair",
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta))
 
 
@@ -185,8 +191,9 @@ def test_dpo_loss_is_stable_for_large_margins(impl):
     """|beta * h| = 200: log(sigmoid(.)) underflows to -inf; logsigmoid does not."""
     zero = torch.zeros(2)
     pc = torch.tensor([2000.0, -2000.0])
+    expected = torch.tensor([0.0, 200.0])  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, zero, zero, zero, beta=0.1)
-    assert_close(got, torch.tensor([0.0, 200.0]), name="DPO loss at beta*h = +-200",
+    assert_close(got, expected, name="DPO loss at beta*h = +-200",
                  mistakes={"log(sigmoid(x)) instead of logsigmoid(x): overflow to inf":
                            torch.tensor([0.0, math.inf])})
 
@@ -197,8 +204,9 @@ def test_dpo_loss_is_stable_for_large_margins(impl):
 def test_conservative_dpo_weights_both_directions(impl, eps, beta, seed):
     g = torch.Generator().manual_seed(seed)
     pc, pr, rc, rr = four_logps(g, 12, scale=5.0)
+    expected = reference_loss(pc, pr, rc, rr, beta, eps=eps)  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, label_smoothing=eps)
-    assert_close(got, reference_loss(pc, pr, rc, rr, beta, eps=eps), name="conservative DPO loss",
+    assert_close(got, expected, name="conservative DPO loss",
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta, eps))
 
 
@@ -207,8 +215,9 @@ def test_conservative_dpo_weights_both_directions(impl, eps, beta, seed):
 def test_ipo_loss_matches_reference(impl, beta, seed):
     g = torch.Generator().manual_seed(seed)
     pc, pr, rc, rr = four_logps(g, 10, scale=3.0)
+    expected = reference_loss(pc, pr, rc, rr, beta, "ipo")  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, loss_type="ipo")
-    assert_close(got, reference_loss(pc, pr, rc, rr, beta, "ipo"), name="IPO loss per pair",
+    assert_close(got, expected, name="IPO loss per pair",
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta))
 
 

@@ -1,6 +1,6 @@
 """The executor's first seconds: lock the cage, drop privileges, then exec the executor.
 
-Runs as ``python -I -B boot.py BOOT.json REQUESTS_FD ANSWERS_FD``, already inside fresh network, mount, PID
+Runs as ``python -I -B boot.py BOOT.json REQUESTS_FD ANSWERS_FD FLAGS_FD``, already inside fresh network, mount, PID
 and IPC namespaces (``unshare --net --mount --pid --ipc --fork``), and still as root. It:
 
 1. builds a fresh root file system holding only the system's folders (``/usr``, ``/etc``, ``/opt``),
@@ -129,7 +129,7 @@ def main() -> int:
         drop_privileges(config["uid"], config["gid"])
     os.chdir(config["cwd"])
     os.execve(config["python"], [config["python"], "-I", "-B", config["executor"], config["executor_config"],
-                                  *sys.argv[2:4]],
+                                  *sys.argv[2:5]],
               config["env"])
     return 1
 

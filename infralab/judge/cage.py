@@ -125,7 +125,7 @@ class Cage:
         self._build(code, package, config)
         self.proc: subprocess.Popen | None = None
         self.drain: Drain | None = None
-        self.to_executor = self.from_executor = -1
+        self.to_executor = self.from_executor = self.flags_from_executor = -1
         self.starts = 0
         self.overflowed = False  # some run printed more than the cap
 
@@ -138,8 +138,10 @@ class Cage:
             shutil.copyfile(here / name, kit / name)
         (kit / "infralab").mkdir()  # the guards, the simulated group (multi-rank), and what they import
         (kit / "infralab" / "__init__.py").write_text("")
-        for name in ("guards.py", "triton_watch.py", "distributed.py", "errors.py"):
+        for name in ("guards.py", "opclasses.py", "triton_watch.py", "distributed.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
+        shutil.copytree(here.parent / "i18n", kit / "infralab" / "i18n",
+                        ignore=shutil.ignore_patterns("__pycache__"))  # the guards' messages
         for rel, src in code.items():
             dest = self.lib / "code" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +168,8 @@ class Cage:
                # the executor's uid has no passwd entry: getpass.getuser() (torch's and triton's
                # cache folders) would raise KeyError without these
                "USER": "student", "LOGNAME": "student"}
+        if "INFRALAB_LANG" in os.environ:  # the guards' messages in the judge's language
+            env["INFRALAB_LANG"] = os.environ["INFRALAB_LANG"]
         if "TRITON_INTERPRET" in os.environ:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
         return env
@@ -202,8 +206,14 @@ class Cage:
         self.stop()
         judge_r, exec_w = os.pipe()  # answers: executor -> judge
         exec_r, judge_w = os.pipe()  # requests: judge -> executor
+        flags_r, flags_w = os.pipe()  # flags, as they happen: executor -> judge (infralab.judge.flags)
+        try:
+            import fcntl
+            fcntl.fcntl(flags_r, 1031, 1 << 20)  # F_SETPIPE_SZ: room for every capped flag of a call
+        except OSError:
+            pass
         boot = [sys.executable, "-I", "-B", str(self.lib / "kit" / "boot.py"), str(self.lib / "boot.json"),
-                str(exec_r), str(exec_w)]
+                str(exec_r), str(exec_w), str(flags_w)]
         if self.namespaces_problem is None:
             boot = [*UNSHARE, "--kill-child", *boot]
         if self.cgroup_problem is None:
@@ -218,11 +228,13 @@ class Cage:
                 group.join()
 
         self.proc = subprocess.Popen(boot, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, pass_fds=(exec_r, exec_w), preexec_fn=child_setup,
+                                     stderr=subprocess.STDOUT, pass_fds=(exec_r, exec_w, flags_w),
+                                     preexec_fn=child_setup,
                                      start_new_session=True, env={"PATH": "/usr/bin:/bin"})
         os.close(exec_r)
         os.close(exec_w)
-        self.to_executor, self.from_executor = judge_w, judge_r
+        os.close(flags_w)
+        self.to_executor, self.from_executor, self.flags_from_executor = judge_w, judge_r, flags_r
         self.drain = Drain(self.proc.stdout, self.limits.output_cap_bytes)
         self.drain.start()
         self.starts += 1
@@ -249,10 +261,10 @@ class Cage:
             self.oom_kills += self.group.oom_kills()
             self.group.remove()
             self.group = None
-        for fd in (self.to_executor, self.from_executor):
+        for fd in (self.to_executor, self.from_executor, self.flags_from_executor):
             if fd >= 0:
                 os.close(fd)
-        self.to_executor = self.from_executor = -1
+        self.to_executor = self.from_executor = self.flags_from_executor = -1
         self.proc = None
 
     def output(self) -> tuple[str, int]:

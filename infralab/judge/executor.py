@@ -1,16 +1,19 @@
 """The executor: runs inside the cage, imports the student's modules and answers the judge.
 
 Started by boot.py (as an unprivileged user, in its own namespaces) as
-``python -I -B executor.py CONFIG.json REQUESTS_FD ANSWERS_FD``; talks to the judge over
-those two pipe ends. Its stdout and stderr go to a capped pipe the judge drains. Requests::
+``python -I -B executor.py CONFIG.json REQUESTS_FD ANSWERS_FD FLAGS_FD``; talks to the judge over
+those pipe ends. Its stdout and stderr go to a capped pipe the judge drains. Requests::
 
     {"op": "import", "module": "part01_transformer.rmsnorm"}      -> handle of the module
     {"op": "getattr", "h": 1, "name": "rms_norm"}               -> {"$callable": ...} or a value
     {"op": "call", "h": 1, "name": "rms_norm", "args": [...], "kwargs": {...}}
 
-Answers: ``{"ok": value, "writeback": {...}, "flags": [...]}`` or ``{"error": {"type",
-"message", "traceback"}, "flags": [...]}``. Flags are best-effort observations (audit events,
-tampering with torch) that the judge records for the instructor; they never decide a verdict.
+Answers: ``{"ok": value, "writeback": {...}, "sync": n}`` or ``{"error": {"type", "message",
+"traceback"}, "sync": n}``. Flags (audit events, tampering with torch, guards tripped) leave the
+moment they happen, one framed message each on the write-only FLAGS_FD, so nothing the student's
+code does later can take them back; before each answer the executor sends ``{"sync": n}`` there,
+and the judge reads the channel up to it (a missing marker, garbage or a closed channel is a flag
+itself). Flags never decide a verdict; the guards (infralab.guards) do, by failing the call.
 This file is copied into the executor's tree next to wire.py, with a mini ``infralab`` package
 (the guards, the simulated group; see cage.py) that it imports from.
 """
@@ -23,22 +26,43 @@ import sys
 import traceback
 
 
-_flags: list[dict] = []
 _own: list[str] = [sys.prefix + "/", sys.base_prefix + "/"]  # its own tree and Python: not suspicious
-_seen: set[tuple[str, str]] = set()
+CAP_PER_KIND = 20  # the judge keeps as many (and counts the rest); a full pipe must not block the executor
 
 
-def flag(kind: str, detail: str) -> None:
-    if (kind, detail) not in _seen and len(_seen) < 50:
-        _seen.add((kind, detail))
-        _flags.append({"kind": kind, "detail": detail})
+def _flag_sender(fd: int, send):
+    """``flag(kind, detail)``: one message on the flag channel, now (a closure: no module global to swap)."""
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str, int] = {}
+
+    def flag(kind: str, detail: str) -> None:
+        if (kind, detail) in seen or counts.get(kind, 0) >= CAP_PER_KIND:
+            return
+        seen.add((kind, detail))
+        counts[kind] = counts.get(kind, 0) + 1
+        try:
+            send(fd, {"flag": {"kind": kind, "detail": detail[:300]}})
+        except Exception:  # noqa: BLE001 - a closed channel is noticed by the judge
+            pass
+
+    return flag
+
+
+def flag(kind: str, detail: str) -> None:  # replaced in main() by the channel's sender
+    raise RuntimeError("the flag channel is not open")
 
 
 _WATCHED_PATHS = ("/graders/", "/solutions/", "/fixtures/", "/.git/", "/proc/1/", "infralab-run", "/etc/shadow")
 _HARNESS = ("pytest", "_pytest", "infralab", "hypothesis", "solutions", "graders")
 
 
-def _audit(event: str, args: tuple) -> None:
+def _auditor(flag):
+    def audit(event: str, args: tuple) -> None:
+        _audit(flag, event, args)
+    return audit
+
+
+def _audit(flag, event: str, args: tuple) -> None:
     """Permanent audit hook: notes what the student's code tried (it cannot be removed)."""
     try:
         if event == "socket.connect" or event == "socket.getaddrinfo":
@@ -68,14 +92,18 @@ def _audit(event: str, args: tuple) -> None:
 
 
 def main() -> int:
+    global flag
     config = json.loads(open(sys.argv[1], encoding="utf-8").read())
-    config["fds"] = (int(sys.argv[2]), int(sys.argv[3]))
+    config["fds"] = (int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
     sys.path[:0] = [config["code"], os.path.dirname(os.path.abspath(__file__))]
     import torch  # noqa: F401 - before the student's code, so the originals below are real
     import torch.testing
 
     import wire
-    from infralab import distributed, guards  # noqa: F401 - before the audit hook: the harness importing itself is no flag
+    from infralab import distributed, guards, i18n  # noqa: F401 - before the audit hook: the harness importing itself is no flag
+
+    i18n.catalog()  # loaded now: its modules are the harness's, not the student's imports
+    flag = _flag_sender(config["fds"][2], wire.send)
 
     torch.set_num_threads(int(config.get("threads", 1)))
     originals = {
@@ -84,18 +112,24 @@ def main() -> int:
         "torch.Tensor.__eq__": torch.Tensor.__eq__, "torch.Tensor.allclose": torch.Tensor.allclose,
     }
     _own.append(os.path.dirname(config["code"]) + "/")
-    sys.addaudithook(_audit)
+    sys.addaudithook(_auditor(flag))
     wire.send(config["fds"][1], {"ready": True})
-    Session(config, torch, wire, originals, guards).serve()
+    Session(config, torch, wire, originals, guards, flag).serve()
     return 0
 
 
 class Session:
-    def __init__(self, config, torch, wire, originals, guards):
-        self.config, self.torch, self.wire, self.guards = config, torch, wire, guards
+    def __init__(self, config, torch, wire, originals, guards, flag):
+        self.config, self.torch, self.wire, self.guards, self.flag = config, torch, wire, guards, flag
         self.originals = originals
         self.package = config["package"]
         self.banned: dict[str, list[str]] = config.get("banned", {})
+        self.mutates: dict[str, dict[str, dict[str, int]]] = config.get("mutates", {})
+        self.code_root = os.path.realpath(config["code"]) + "/"
+        # what the guards are made of, to check after every call that the student's code left them alone
+        self.intact = {**{f"Session.{k}": v for k, v in vars(Session).items()},
+                       **{f"guards.{k}": v for k, v in vars(guards).items() if callable(v)},
+                       "executor.flag": flag}
         self.objects: dict[int, object] = {}
         self.object_banned: dict[int, tuple[str, str]] = {}  # handle -> (module, where)
 
@@ -106,7 +140,7 @@ class Session:
         self.object_banned[h] = module
         cls = type(obj)
         if cls.__eq__ is not object.__eq__ and not isinstance(obj, (type(sys), type)):
-            flag("forged-object", f"{module}: returned a {cls.__name__} that overrides __eq__")
+            self.flag("forged-object", f"{module}: returned a {cls.__name__} that overrides __eq__")
         return {"$h": h, "type": cls.__name__[:80]}
 
     def encoder(self, module: str):
@@ -115,7 +149,7 @@ class Session:
         class _Encoder(self.wire.Encoder):
             def on_tensor(self, t):
                 if type(t) is not session.torch.Tensor and type(t) is not session.torch.nn.Parameter:
-                    flag("tensor-subclass", f"{module}: returned a tensor subclass {type(t).__name__}; "
+                    session.flag("tensor-subclass", f"{module}: returned a tensor subclass {type(t).__name__}; "
                                             "only its raw data was sent")
                 return self.tensor(t)
 
@@ -130,22 +164,46 @@ class Session:
 
     # -- requests ----------------------------------------------------------------------------
     def serve(self) -> None:
+        # bound once: replacing Session's or the guards' attributes later changes nothing here
+        receive, send, dispatch, describe = self.wire.receive, self.wire.send, self.dispatch, self.describe
+        check_tampering, lost_guards, flag = self.check_tampering, self.lost_guards, self.flag
+        from infralab.i18n import tr
+        requests, answers, flags = self.config["fds"]
+        sync = 0
         while True:
             try:
-                request, tensors = self.wire.receive(self.config["fds"][0])
+                request, tensors = receive(requests)
             except self.wire.Closed:
                 return
             try:
-                answer, out = self.dispatch(request, tensors)
+                answer, out = dispatch(request, tensors)
             except BaseException as exc:  # noqa: BLE001 - SystemExit too: report, keep serving
-                answer, out = {"error": self.describe(exc)}, {}
-            self.check_tampering()
-            answer["flags"] = list(_flags)
-            _flags.clear()
+                answer, out = {"error": describe(exc)}, {}
+            check_tampering()
+            lost = lost_guards()
+            if lost:
+                flag("guard-disabled", f"{', '.join(lost[:5])} replaced")
+                where = str(request.get("module") or request.get("name") or request.get("op"))
+                message = tr("integrity.guard_disabled", where=where, what=f"{', '.join(lost[:5])} replaced")
+                answer, out = {"error": {"type": "GuardDisabled", "builtin": False, "where": "", "traceback": "",
+                                         "message": message}}, {}
+            sync += 1
+            answer["sync"] = sync
             try:
-                self.wire.send(self.config["fds"][1], answer, out)
+                send(flags, {"sync": sync})
+            except Exception:  # noqa: BLE001 - the judge notices the missing marker
+                pass
+            try:
+                send(answers, answer, out)
             except Exception as exc:  # noqa: BLE001 - an unencodable answer is an error answer
-                self.wire.send(self.config["fds"][1], {"error": self.describe(exc), "flags": []}, {})
+                send(answers, {"error": describe(exc), "sync": sync}, {})
+
+    def lost_guards(self) -> list[str]:
+        """Names of the executor's and the guards' parts that no longer are what they were."""
+        now = {**{f"Session.{k}": v for k, v in vars(Session).items()},
+               **{f"guards.{k}": v for k, v in vars(self.guards).items() if callable(v)},
+               "executor.flag": globals().get("flag")}
+        return sorted(k for k, v in self.intact.items() if now.get(k) is not v)
 
     def dispatch(self, request: dict, tensors: dict):
         op = request.get("op")
@@ -171,8 +229,11 @@ class Session:
             fn = obj if request.get("name") is None else getattr(obj, request["name"])
             args = self.decode(request.get("args", []), tensors)
             kwargs = self.decode(request.get("kwargs", {"$dict": []}), tensors)
-            before = self.snapshot(args, kwargs)
-            result = self.guarded_call(fn, module, request.get("name") or "", args, kwargs)
+            name = request.get("name") or ""
+            key = name if isinstance(obj, type(sys)) else f"{type(obj).__name__}.{name}"
+            allowed = self.mutates.get(module, {}).get(key, {})
+            before = self.snapshot(args, kwargs, allowed)
+            result = self.guarded_call(fn, module, name, args, kwargs, allowed)
             enc = self.encoder(module)
             answer = {"ok": enc.encode(result)}
             changed = {}
@@ -205,25 +266,26 @@ class Session:
             return b""
         return bytes(c.reshape(-1).view(self.torch.uint8).numpy())
 
-    def snapshot(self, args, kwargs) -> dict:
-        """The argument tensors and their bytes before the call, for in-place writes (out=...)."""
+    def snapshot(self, args, kwargs, allowed: dict[str, int]) -> dict:
+        """The tensors the spec lets the call change (course.yml ``mutates:``) and their bytes before
+        it: only these are written back into the judge's tensors (any other change fails the call)."""
         found = {}
         for i, a in enumerate(args):
-            if type(a) is self.torch.Tensor:
+            if type(a) is self.torch.Tensor and self.guards.may_change(i, allowed):
                 found[f"a{i}"] = (a, self.raw(a))
         for k, a in kwargs.items():
-            if type(a) is self.torch.Tensor:
+            if type(a) is self.torch.Tensor and self.guards.may_change(k, allowed):
                 found[f"k{k}"] = (a, self.raw(a))
         return found
 
-    def guarded_call(self, fn, module: str, name: str, args, kwargs):
-        """The call under the exercise's guards, as in-process (infralab.guards): a banned torch
-        routine raises BannedCall and is flagged; a Triton exercise must launch a @triton.jit
-        kernel (under the interpreter, loads and stores are bounds-checked)."""
-        where = f"{module}: {name}"
-        with self.guards.guarding(where, self.banned.get(module, ()), module in self.config.get("triton", ()),
-                                  on_ban=lambda routine: flag("banned-call", f"{where} called {routine}")):
-            return fn(*args, **kwargs)
+    def own_kernel(self, file: str) -> bool:
+        return os.path.realpath(file).startswith(self.code_root)
+
+    def guarded_call(self, fn, module: str, name: str, args, kwargs, allowed: dict[str, int]):
+        """The call under the exercise's guards, as in-process (infralab.guards.checked_call)."""
+        return self.guards.checked_call(fn, args, kwargs, where=f"{module}: {name}", banned=self.banned.get(module, ()),
+                                        triton=module in self.config.get("triton", ()), allowed=allowed,
+                                        on_flag=self.flag, own_kernel=self.own_kernel)
 
     def check_tampering(self) -> None:
         torch = self.torch
@@ -234,11 +296,12 @@ class Session:
         }
         for name, fn in current.items():
             if fn is not self.originals[name]:
-                flag("tampering", f"{name} was replaced")
+                self.flag("tampering", f"{name} was replaced")
 
     def describe(self, exc: BaseException) -> dict:
         frames = traceback.extract_tb(exc.__traceback__)
-        frames = [f for f in frames if "importlib" not in f.filename and not f.filename.endswith(
+        own = [f for f in frames if os.path.realpath(f.filename).startswith(self.code_root)]
+        frames = own or [f for f in frames if "importlib" not in f.filename and not f.filename.endswith(
             ("executor.py", "wire.py", "guards.py", "contextlib.py"))]  # where the student's code failed
         return {
             "type": type(exc).__name__,

@@ -10,7 +10,10 @@ objects the student returns come back as :class:`RemoteObject` handles whose met
 remote calls. Fail closed: a late, missing or malformed answer raises (the test fails), a hung
 executor is killed and restarted, and once the time budget is spent every further call fails
 at once. What the executor observed (tampering, network, reads of hidden folders, tensor
-subclasses, forged objects) is kept as flags for the record.
+subclasses, forged objects, guards tripped) arrives on its own write-only flag channel as it
+happens and is kept as flags for the record (:mod:`infralab.judge.flags`: known kinds only,
+capped per kind). In-place changes to argument tensors are copied back into the test's tensors
+only for the arguments course.yml's ``mutates:`` names (resolved against the stub's signature).
 """
 from __future__ import annotations
 
@@ -23,10 +26,12 @@ from typing import Any
 import torch
 
 from infralab.errors import TargetError
+from infralab.guards import may_change
 from infralab.i18n import tr
 from infralab.judge import wire
 from infralab.judge.cage import Cage, CageLimits
 from infralab.judge.config import JudgeConfig
+from infralab.judge.flags import FlagLog
 from infralab.judge.intake import why_ignored
 from infralab.targets import TargetSpec
 
@@ -107,10 +112,13 @@ class IsolatedTarget:
     def __init__(self, spec: TargetSpec, config: JudgeConfig, limits: CageLimits | None = None):
         self.spec = spec
         self.limits = limits or CageLimits.from_env()
-        self.flags: list[dict] = []
+        self.mutates = {k: dict(v) for k, v in config.mutates.items()}  # module -> function -> {parameter: position}
+        self.flag_log = FlagLog()
         self.ignored: list[str] = []
         self.notes: list[str] = []  # how it ran, for the record's notes (not flags: nothing suspicious)
         code, self.package = self._code_tree(Path(config.course_root))
+        if spec.kind == "submission":  # before anything runs: the submitted source itself
+            self._scan(code, tuple(sorted(config.triton)))
         self.cage = Cage(code, self.package, config, self.limits)
         self.generation = 0
         self.greeted = False
@@ -144,16 +152,57 @@ class IsolatedTarget:
                 code[f"solutions/{file.relative_to(root / 'solutions')}"] = file
         return code, package
 
+    def _scan(self, code: dict[str, Path], triton: tuple[str, ...]) -> None:
+        from infralab.judge.scan import scan_files
+
+        rels = {module: module.replace(".", "/") + ".py" for module in self.spec.overlays}
+        submitted = {rel: Path(self.spec.overlays[m]) for m, rel in rels.items() if f"{self.package}/{rel}" in code}
+        triton_files = {m.replace(".", "/") + ".py" for m in triton}
+        for kind, detail in scan_files(submitted, triton_files):
+            self.flag_log.add(kind, detail, "scan")
+
     def origin(self, module_name: str) -> str:
         rel = module_name.replace(".", "/") + ".py"
         label = {"submission": "submission", "mutant": self.spec.name}.get(self.spec.kind, self.spec.kind)
         return f"{label}:{rel}"
 
     # -- the wire -----------------------------------------------------------------------------
-    def _flag(self, kind: str, detail: str) -> None:
-        entry = {"kind": kind, "detail": detail, "source": "executor"}
-        if entry not in self.flags:
-            self.flags.append(entry)
+    @property
+    def flags(self) -> list[dict]:
+        return self.flag_log.finished()
+
+    def _flag(self, kind: object, detail: object, from_executor: bool = False) -> None:
+        self.flag_log.add(kind, str(detail).replace(str(self.cage.tree), "<executor>"), "executor", from_executor)
+
+    def _read_flags(self, sync: object) -> None:
+        """The flag channel up to the marker ``sync`` the answer names: every flag the call raised.
+        A missing marker, garbage, or a channel closed by the student's code is itself a flag."""
+        fd = self.cage.flags_from_executor
+        if fd < 0:
+            return
+        deadline = time.monotonic() + 2.0
+        while True:
+            try:
+                header, _ = wire.receive(fd, deadline, max_blob=0)
+            except wire.Closed:
+                self._flag("flag-channel", "closed while the executor was answering")
+                break
+            except wire.Timeout:  # the student's code closed its end (other holders keep the pipe open)
+                self._flag("flag-channel", "closed or silenced: no end-of-call marker")
+                break
+            except wire.WireError as e:
+                self._flag("flag-channel", f"unreadable ({e})")
+                break
+            if "flag" in header and type(header["flag"]) is dict:
+                self._flag(header["flag"].get("kind"), header["flag"].get("detail", ""), from_executor=True)
+            elif "sync" in header:
+                if header["sync"] == sync:
+                    return
+            else:
+                self._flag("flag-channel", f"a message that is no flag: keys {sorted(header)[:5]}")
+                break
+        os.close(fd)  # a channel that failed once is not read again; the executor's writes now fail
+        self.cage.flags_from_executor = -1
 
     def prestart(self) -> None:
         """Start the executor now (it imports torch while pytest collects); called by the plugin."""
@@ -216,10 +265,7 @@ class IsolatedTarget:
                 raise RuntimeError(f"{what}: malformed answer from the executor ({e})") from None
         finally:
             self.spent += time.monotonic() - t0
-        for f in answer.get("flags", []) if type(answer.get("flags")) is list else []:
-            if type(f) is dict:
-                detail = str(f.get("detail", ""))[:300].replace(str(self.cage.tree), "<executor>")
-                self._flag(str(f.get("kind", "?"))[:40], detail)
+        self._read_flags(answer.get("sync"))
         return answer, out
 
     def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:
@@ -320,8 +366,15 @@ class IsolatedTarget:
         except TimeoutError:
             self.strikes[key] = self.strikes.get(key, 0) + 1
             raise
-        self._write_back(answer, out, args, kwargs)
+        self._write_back(answer, out, args, kwargs, self._may_change(obj, name))
         return self._answer(answer, out, live._generation)
+
+    def _may_change(self, obj: RemoteObject, name: str | None) -> dict[str, int]:
+        """{parameter: position} of the inputs this call's spec lets it change (course.yml ``mutates:``)."""
+        if isinstance(obj, RemoteModule):
+            return self.mutates.get(obj._module_name, {}).get(name or "", {})
+        key = f"{obj._type_name}.{name}"
+        return {p: i for rules in self.mutates.values() for p, i in rules.get(key, {}).items()}
 
     def run_ranks(self, module: str, calls: list, world_size: int, backend: str, allow_collectives: bool,
                   timeout_s: float) -> list:
@@ -346,16 +399,20 @@ class IsolatedTarget:
                             recvs=[tuple(x) for x in r["recvs"]], collectives=list(r["collectives"]))
                  for r in call] for call in results]
 
-    def _write_back(self, answer: dict, out: dict, args: tuple, kwargs: dict) -> None:
-        """In-place writes the student's code made to argument tensors (``out=`` buffers)."""
+    def _write_back(self, answer: dict, out: dict, args: tuple, kwargs: dict, allowed: dict[str, int]) -> None:
+        """In-place writes to the argument tensors the spec lets the call change (``allowed``, the
+        judge's own reading of course.yml: whatever else the executor sends is ignored)."""
         changed = answer.get("writeback")
         if type(changed) is not dict:
             return
         for path, ref in changed.items():
             try:
+                slot: int | str = int(path[1:]) if path.startswith("a") else path[1:]
+                if not path.startswith(("a", "k")) or not may_change(slot, allowed):
+                    continue
                 new = wire.decode(ref, out, lambda d: None)
-                orig = args[int(path[1:])] if path.startswith("a") else kwargs[path[1:]]
-            except (wire.WireError, ValueError, IndexError, KeyError):
+                orig = args[slot] if isinstance(slot, int) else kwargs[slot]
+            except (wire.WireError, ValueError, IndexError, KeyError, TypeError):
                 continue
             if isinstance(orig, torch.Tensor) and isinstance(new, torch.Tensor) \
                     and new.shape == orig.shape and new.dtype == orig.dtype:

@@ -69,8 +69,8 @@ def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=N
 
 
 def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None, name="attention output"):
-    got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)
     expected = reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
+    got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)  # after: inputs as given
     assert_close(got, expected, name=name, reduction=k.shape[2],
                  mistakes=attention_mistakes(q, k, v, causal, window, padding, scale))
 
