@@ -273,17 +273,20 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str):
     return target.load
 
 
-_SEED_ENV = "INFRALAB_SESSION_SEED"  # shares a fresh base seed with xdist workers
+SEED_ENV = "INFRALAB_SESSION_SEED"  # shares a fresh base seed with xdist workers (and from infralab check)
+
+
+def session_seed_value() -> int:
+    """A fresh base seed, unless this process was given one in INFRALAB_SESSION_SEED."""
+    if SEED_ENV not in os.environ:
+        os.environ[SEED_ENV] = str(int.from_bytes(os.urandom(3), "little"))
+    return int(os.environ[SEED_ENV])
 
 
 def session_seed(config: pytest.Config) -> int:
     """The run's base seed: ``--seed``, else one fresh draw shared by the run's processes."""
     given = config.getoption("infralab_seed")
-    if given is not None:
-        return given
-    if _SEED_ENV not in os.environ:
-        os.environ[_SEED_ENV] = str(int.from_bytes(os.urandom(3), "little"))
-    return int(os.environ[_SEED_ENV])
+    return given if given is not None else session_seed_value()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

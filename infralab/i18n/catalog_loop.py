@@ -106,4 +106,54 @@ MESSAGES = {
         "（'only 0-dimensional arrays can be converted to Python scalars'）；请安装 numpy<2.3"
         "（pip install 'numpy<2.3'，与本套件的 triton 依赖一致）",
     ),
+    # infralab check: the progress view (infralab.outputs.progress)
+    "loop.status_passed": ("passed", "通过"),
+    "loop.status_partial": ("partial", "部分通过"),
+    "loop.status_failed": ("failed", "未通过"),
+    "loop.status_not_implemented": ("not implemented", "尚未实现"),
+    "loop.status_not_run": ("not run", "未运行"),
+    "loop.status_error": ("error", "出错"),
+    "loop.col_exercise": ("exercise", "练习"),
+    "loop.col_passed": ("passed", "通过"),
+    "loop.col_points": ("points", "分数"),
+    "loop.col_status": ("status", "状态"),
+    "loop.total": ("total", "合计"),
+    "loop.check_title": (
+        "infralab check · course {course} · target {target}",
+        "infralab check · 课程 {course} · 测试对象 {target}",
+    ),
+    "loop.check_ran_visible": (
+        "Ran the visible tests (exercises/*/tests): they show your progress; points at grading come from "
+        "the hidden tests, which check more shapes, seeds and edge cases.",
+        "运行的是公开测试（exercises/*/tests）：它们显示你的进度；评分时的分数来自隐藏测试，"
+        "隐藏测试会检查更多形状、随机种子和边界情况。",
+    ),
+    "loop.check_ran_hidden": (
+        "Ran the visible and the hidden tests: points are those of the hidden tests.",
+        "运行了公开测试和隐藏测试：分数按隐藏测试计算。",
+    ),
+    "loop.first_failures": (
+        "First failure of each exercise:",
+        "每个练习的第一个失败：",
+    ),
+    "loop.unfinished": (
+        "Not implemented yet ({count}):",
+        "尚未实现（{count} 个）：",
+    ),
+    "loop.skipped": (
+        "Skipped {count} tests:",
+        "跳过了 {count} 个测试：",
+    ),
+    "loop.check_seed": (
+        "The inputs were drawn with seed {seed}: infralab check --seed {seed} repeats them.",
+        "这次的输入用种子 {seed} 生成：infralab check --seed {seed} 可以重现。",
+    ),
+    "loop.check_no_match": (
+        "infralab check: no exercise matches --part {part} --exercise {exercise}",
+        "infralab check：没有练习匹配 --part {part} --exercise {exercise}",
+    ),
+    "loop.check_hidden_needs_graders": (
+        "infralab check: --hidden needs the graders/ folder (the instructor's copy)",
+        "infralab check：--hidden 需要 graders/ 文件夹（教师版才有）",
+    ),
 }
