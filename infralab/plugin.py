@@ -354,7 +354,7 @@ def falsifying_example(exc: BaseException) -> str | None:
     """The arguments hypothesis found, from the notes it adds to a failure (``d=8, offset=1``), or None."""
     for note in getattr(exc, "__notes__", ()):
         head, _, rest = note.partition("\n")
-        if not head.startswith(("Falsifying example", "Failing test case")):
+        if not head.startswith(("Falsifying", "Failing")):  # "Falsifying example", "Failing test case", "Failing explicit example"
             continue
         args = []
         for line in rest.splitlines():
@@ -367,10 +367,18 @@ def falsifying_example(exc: BaseException) -> str | None:
 
 def first_failure(exc: BaseException) -> BaseException:
     """An exception group (hypothesis' "N distinct failures", when a test's own settings ask for
-    several) reported as its first failure, whose message and diagnosis the student needs."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+    several) reported as one failure, whose message and diagnosis the student needs: the first
+    that names a known mistake, else the first."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves = [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return next((leaf for leaf in leaves if getattr(leaf, "diagnosis", None)), leaves[0] if leaves else exc)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 _KIT = str(Path(__file__).resolve().parent)

@@ -83,7 +83,7 @@ def print_progress(record: dict[str, Any], *, hidden: bool = False, seed: int | 
         console.print(Text(tr("loop.unfinished", count=len(unfinished)), style="bold"))
         for ex, t in unfinished:
             _block(console, f"{ex['id']}: {re.split('[:：]', t['message'], 1)[-1].strip()}", style="dim")
-    skipped = Counter(t["message"] or "-" for ex in record["exercises"] for t in ex["tests"]
+    skipped = Counter(t["message"].removeprefix("Skipped: ") or "-" for ex in record["exercises"] for t in ex["tests"]
                       if t["outcome"] == "skipped")
     if skipped:
         console.print()
