@@ -6,6 +6,7 @@ import importlib
 import sys
 
 from infralab.errors import InfralabError
+from infralab.i18n import LANGS, set_language
 from infralab.options import OneLineParser
 
 # name -> (module, one-line help)
@@ -24,14 +25,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="infralab", description="infralab: LLM-infrastructure course kit")
+    parser.add_argument("--lang", choices=LANGS, default=None,
+                        help="language of every message: zh or en (default: INFRALAB_LANG, course.yml "
+                             "language:, the locale); exported to the pytest runs and the judge")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
-    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    chosen = next((a for a in argv if not a.startswith("-") and a not in LANGS), None)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module).add_arguments(p)
     args = parser.parse_args(argv)
+    if args.lang:
+        set_language(args.lang)  # sets INFRALAB_LANG: child pytest runs and the judge inherit it
     try:
         return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
     except InfralabError as e:

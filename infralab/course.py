@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from infralab.errors import CourseError, InfralabError
+from infralab.i18n import LANGS
 
 COURSE_FILE = "course.yml"
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -79,6 +80,7 @@ class Course:
     title: Title
     parts: tuple[Part, ...]
     profiles_dir: Path = field(default=Path("hardware_profiles"))
+    language: str | None = None  # course.yml `language:` (en|zh): the default of every message (infralab.i18n)
 
     @property
     def exercises(self) -> tuple[Exercise, ...]:
@@ -376,7 +378,10 @@ def load_course(root: Path | str | None = None) -> Course:
     release = r.get("release", False).data is True  # written by `infralab release`
     solutions = r.get("solutions", True).data is not False  # false in a Gradescope bundle (infralab gradescope)
     head = r.get("course")
-    head.mapping({"id", "title"}, {"id", "title"})
+    head.mapping({"id", "title", "language"}, {"id", "title"})
+    language = head.get("language").str() if "language" in head.data else None  # else the locale decides
+    if language is not None and language not in LANGS:
+        raise head.get("language").error(f"one of {', '.join(LANGS)}", language)
     profiles_dir = Path(r.get("profiles_dir", "hardware_profiles").str())
     profiles = {p.stem for p in (root / profiles_dir).glob("*.yml")}
     parts: list[Part] = []
@@ -397,7 +402,7 @@ def load_course(root: Path | str | None = None) -> Course:
             exs.append(ex)
         parts.append(Part(id=pid, title=pr.get("title").title(), exercises=tuple(exs)))
     return Course(root=root, id=head.get("id").str(), title=head.get("title").title(),
-                  parts=tuple(parts), profiles_dir=profiles_dir)
+                  parts=tuple(parts), profiles_dir=profiles_dir, language=language)
 
 
 def find_course_root(start: Path | str | None = None) -> Path:

@@ -14,10 +14,12 @@ Inert outside a course (no course.yml above the rootdir or the current folder). 
 """
 from __future__ import annotations
 
+import builtins
 import datetime as _dt
 import os
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ import pytest
 
 from infralab.course import Course, Exercise, find_course_root, load_course
 from infralab.errors import InfralabError, TargetError
-from infralab.i18n import tr
+from infralab.i18n import LANGS, language, set_language, tr, use_course_language
 from infralab.record import TestResult, build_record, write_record
 from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
@@ -82,6 +84,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the implementation under test in a sandboxed executor process")
     group.addoption("--record-mode", dest="infralab_mode", default="check",
                     help="the mode written into the record (check, grade, validate)")
+    group.addoption("--lang", dest="infralab_lang", default=None, choices=LANGS,
+                    help="language of messages and diagnoses: zh or en (default: INFRALAB_LANG, "
+                         "course.yml language:, the locale)")
 
 
 def _course_root(config: pytest.Config) -> Path | None:
@@ -109,16 +114,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(tr("seeds.bad_count", value=config.getoption("infralab_seeds")))
     config.stash[_STATE] = state
     session_seed(config)  # drawn here, before xdist starts its workers: they must collect the same sweep
+    _configure_language(config, course)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))  # mutants import the reference as `solutions.<part>.<module>`
-    for line in ("gpu: needs a CUDA GPU (skipped elsewhere)",
-                 "weight(n): this test's share of its exercise's points (default 1)",
-                 "slow: takes more than a few seconds on a CPU"):
-        config.addinivalue_line("markers", line)
+    for key in ("loop.marker_gpu", "loop.marker_weight", "loop.marker_slow"):
+        config.addinivalue_line("markers", tr(key))
+    zh = language() == "zh"
     for part in course.parts:
-        config.addinivalue_line("markers", f"{part.id}: tests of {part.title.en}")
+        config.addinivalue_line("markers", tr("loop.marker_part", part=part.id,
+                                              title=part.title.zh if zh else part.title.en))
         for ex in part.exercises:
-            config.addinivalue_line("markers", f"{ex.name}: tests of {ex.id}")
+            config.addinivalue_line("markers", tr("loop.marker_part", part=ex.name, title=ex.id))
     _configure_threads()
     _configure_triton(config)
     _configure_hypothesis(config)
@@ -130,6 +136,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def _plans_executors(config: pytest.Config) -> bool:
     return bool(config.getoption("infralab_isolated")) and not config.getoption("infralab_soundness") \
         and not hasattr(config, "workerinput")
+
+
+def _configure_language(config: pytest.Config, course: Course) -> None:
+    """``--lang``, else INFRALAB_LANG (the CLI's ``--lang``), else course.yml ``language:``, else the locale."""
+    if config.getoption("infralab_lang"):
+        set_language(config.getoption("infralab_lang"))  # exported: xdist workers and the judge speak it too
+    else:
+        use_course_language(course.language)
 
 
 def _configure_threads() -> None:
@@ -172,9 +186,7 @@ def interpreter_version_problem() -> str | None:
         return None
     triton_mm, numpy_mm = (tuple(int(x) for x in v.split(".")[:2]) for v in (triton, numpy))
     if triton_mm == (3, 6) and numpy_mm >= (2, 3):
-        return (f"TRITON_INTERPRET=1 with triton {triton} and numpy {numpy}: the interpreter fails inside kernel "
-                f"loops ('only 0-dimensional arrays can be converted to Python scalars'); install numpy<2.3 "
-                f"(pip install 'numpy<2.3', as the kit's triton extra pins)")
+        return tr("loop.interpreter_versions", triton=triton, numpy=numpy)
     return None
 
 
@@ -183,7 +195,11 @@ def _configure_hypothesis(config: pytest.Config) -> None:
         from hypothesis import HealthCheck, Phase, settings
     except ImportError:
         return
-    common = dict(deadline=None, database=None, max_examples=25,
+    no_explain = [phase for phase in Phase if phase != Phase.explain]
+    # report_multiple_bugs=False: a failing test raises its first (shrunk) failure itself, with its
+    # message and diagnosis, not an ExceptionGroup of "N distinct failures"; no explain phase (its
+    # notes list the kit's own lines). A test's own @settings inherits both from this profile.
+    common = dict(deadline=None, database=None, max_examples=25, report_multiple_bugs=False,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                          HealthCheck.differing_executors])
     if config.getoption("infralab_soundness") or config.getoption("infralab_isolated"):
@@ -192,9 +208,9 @@ def _configure_hypothesis(config: pytest.Config) -> None:
         settings.register_profile("infralab", derandomize=True,
                                   phases=[Phase.explicit, Phase.reuse, Phase.generate], **common)
     elif config.getoption("infralab_seed") is not None:
-        settings.register_profile("infralab", derandomize=True, **common)  # grading: repeatable
+        settings.register_profile("infralab", derandomize=True, phases=no_explain, **common)  # repeatable
     else:
-        settings.register_profile("infralab", **common)
+        settings.register_profile("infralab", phases=no_explain, **common)
     settings.load_profile("infralab")
 
 
@@ -239,11 +255,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(["_infralab_target", "_infralab_base_seed"], cases, ids=ids)
 
 
-ISOLATED_GPU_SKIP = ("GPU tests and performance challenges do not run in the isolated judge (tensors cross the "
-                     "cage on the CPU, where Triton kernels are checked under the interpreter); on a trusted GPU "
-                     "machine run them in-process: pytest --target SUBMISSION -m gpu, or infralab bench")
-
-
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = _state(config)
     if state is None:
@@ -252,11 +263,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for item in items:
         gpu = item.get_closest_marker("gpu") is not None
         if gpu and isolated:  # every gpu test, the perf challenges too: none may load student code here
-            item.add_marker(pytest.mark.skip(reason=ISOLATED_GPU_SKIP))
+            item.add_marker(pytest.mark.skip(reason=tr("loop.skip_isolated_gpu")))
         elif gpu:
             import torch
             if not torch.cuda.is_available():
-                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; this machine has none"))
+                item.add_marker(pytest.mark.skip(reason=tr("loop.skip_no_gpu")))
         found = state.exercise_of(item.path)
         if found is None:
             continue
@@ -271,8 +282,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         ]
         if not gpu and ex.triton and os.environ.get("TRITON_INTERPRET") != "1":
             # CPU-tensor tests of a Triton exercise need the interpreter; with a GPU the kernels compile.
-            item.add_marker(pytest.mark.skip(reason="a CPU test of a Triton kernel: runs under TRITON_INTERPRET=1 "
-                                                    "(set when there is no GPU); on a GPU the gpu tests run instead"))
+            item.add_marker(pytest.mark.skip(reason=tr("loop.skip_triton_cpu")))
     if _plans_executors(config):  # one executor per exercise, in the order the tests run
         order = [dict(item.user_properties).get("infralab_exercise", "") for item in items]
         state.target(state.default_target).plan(order)
@@ -296,7 +306,7 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str, _infralab_base_s
     """``impl("part01_transformer.rope")``: that module of the implementation under test."""
     state = _state(request.config)
     if state is None:
-        pytest.skip("not inside an infralab course (no course.yml found)")
+        pytest.skip(tr("loop.not_in_course"))
     spec = state.default_target if _infralab_target == state.default_target.name else \
         parse_target(_infralab_target, state.course.root)
     target = state.target(spec)
@@ -307,24 +317,27 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str, _infralab_base_s
     return target.load
 
 
-_SEED_ENV = "INFRALAB_SESSION_SEED"  # shares a fresh base seed with xdist workers
+SEED_ENV = "INFRALAB_SESSION_SEED"  # shares a fresh base seed with xdist workers (and from infralab check)
+
+
+def session_seed_value() -> int:
+    """A fresh base seed, unless this process was given one in INFRALAB_SESSION_SEED."""
+    if SEED_ENV not in os.environ:
+        os.environ[SEED_ENV] = str(fresh_seed())
+    return int(os.environ[SEED_ENV])
 
 
 def session_seed(config: pytest.Config) -> int:
     """The run's base seed: ``--seed``, else one fresh draw shared by the run's processes."""
     given = config.getoption("infralab_seed")
-    if given is not None:
-        return given
-    if _SEED_ENV not in os.environ:
-        os.environ[_SEED_ENV] = str(fresh_seed())
-    return int(os.environ[_SEED_ENV])
+    return given if given is not None else session_seed_value()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     state = _state(config)
     if state is None:
         return None
-    return f"infralab: course {state.course.id}, target {state.default_target.name}, seed {session_seed(config)}"
+    return tr("loop.header", course=state.course.id, target=state.default_target.name, seed=session_seed(config))
 
 
 def _case_base_seed(item: pytest.Item) -> int:
@@ -396,25 +409,92 @@ def _short_message(excinfo: pytest.ExceptionInfo, root: Path | None = None) -> s
         frame = excinfo.traceback[-1]
         # isolated mode: the student's line as the executor saw it
         where = getattr(exc, "remote_where", None) or f"{_relative(frame.path, root)}:{frame.lineno + 1}"
-        detail = str(exc) or "this function"
-        return f"NotImplementedError: {detail} is not implemented yet ({where})"
+        return tr("loop.not_implemented", detail=str(exc) or tr("loop.this_function"), where=where)
     if isinstance(exc, TargetError):
         return f"TargetError: {exc}"
     text = f"{type(exc).__name__}: {exc}".strip()  # short type name: Mismatch, not infralab.testing.Mismatch
+    example = falsifying_example(exc)
+    if example:
+        text += "\n" + tr("loop.falsifying_example", example=example)
     return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+def falsifying_example(exc: BaseException) -> str | None:
+    """The arguments hypothesis found, from the notes it adds to a failure (``d=8, offset=1``), or None."""
+    for note in getattr(exc, "__notes__", ()):
+        head, _, rest = note.partition("\n")
+        if not head.startswith(("Falsifying", "Failing")):  # "Falsifying example", "Failing test case", "Failing explicit example"
+            continue
+        args = []
+        for line in rest.splitlines():
+            line = line.split("  #", 1)[0].strip().rstrip(",")
+            if "=" in line and not line.startswith(("impl=", "#")):
+                args.append(line)
+        return ", ".join(args) or None
+    return None
+
+
+_EXCEPTION_GROUP = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11+; none before
+
+
+def first_failure(exc: BaseException) -> BaseException:
+    """An exception group (hypothesis' "N distinct failures", when a test's own settings ask for
+    several) reported as one failure, whose message and diagnosis the student needs: the first
+    that names a known mistake, else the first."""
+    if not isinstance(exc, _EXCEPTION_GROUP):
+        return exc
+    leaves = [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return next((leaf for leaf in leaves if getattr(leaf, "diagnosis", None)), leaves[0] if leaves else exc)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, _EXCEPTION_GROUP):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+_KIT = str(Path(__file__).resolve().parent)
+
+
+def without_kit_frames(exc: BaseException) -> BaseException:
+    """``exc`` with the kit's own frames (infralab.testing's comparison, the impl fixture's loader,
+    the guards) cut out of its traceback, so the student reads the test's line, their code's lines
+    and the message. Rebuilds the traceback chain itself: pytest's own cut re-walks it (and pdb
+    post-mortem walks it too), so filtering pytest's view is not enough."""
+    chain = []
+    tb = exc.__traceback__
+    while tb is not None:
+        chain.append(tb)
+        tb = tb.tb_next
+    kept = [tb for tb in chain if not tb.tb_frame.f_code.co_filename.startswith(_KIT)]
+    if kept and len(kept) < len(chain):
+        rebuilt = None
+        for tb in reversed(kept):
+            rebuilt = types.TracebackType(rebuilt, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+        exc.__traceback__ = rebuilt
+    return exc
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    state = _state(item.config)
+    if state is not None and call.excinfo is not None and state.exercise_of(item.path) is not None:
+        exc = first_failure(call.excinfo.value)
+        if not item.config.getoption("fulltrace", False):
+            exc = without_kit_frames(exc)
+        if exc is not call.excinfo.value or exc.__traceback__ is not call.excinfo.tb:
+            call.excinfo = pytest.ExceptionInfo.from_exception(exc)
     outcome = yield
     rep = outcome.get_result()
-    if _state(item.config) is None or call.excinfo is None or rep.skipped:
+    if state is None or call.excinfo is None or rep.skipped:
         return
-    message = _short_message(call.excinfo, _state(item.config).course.root)
+    message = _short_message(call.excinfo, state.course.root)
     rep.user_properties.append(("infralab_message", message))
     if _depends_on_seed(getattr(item, "fixturenames", ()), getattr(item, "obj", None)) \
             and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
         rep.sections.append(("infralab", tr("seeds.repeat", seed=_case_base_seed(item))))
+    if "seed" in getattr(item, "fixturenames", ()) and not call.excinfo.errisinstance((NotImplementedError, TargetError)):
+        rep.sections.append(("infralab", tr("loop.repeat_seed", seed=session_seed(item.config))))
     diagnosis = getattr(call.excinfo.value, "diagnosis", None)
     if diagnosis:
         rep.user_properties.append(("infralab_diagnosis", diagnosis))

@@ -21,6 +21,8 @@ from typing import Any, Union
 
 import torch
 
+from infralab.i18n import localized, tr
+
 # (rtol, atol) per dtype: the course's single tolerance table.
 _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-9, 1e-9),
@@ -32,13 +34,15 @@ _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 MistakeOutput = Union[torch.Tensor, Callable[[], torch.Tensor]]
+Label = Union[str, tuple[str, str]]  # a known mistake's description: English, or (english, chinese)
 
 
 class Mismatch(AssertionError):
     """A wrong answer. ``diagnosis`` names the known mistake it looks like, if any."""
 
-    def __init__(self, message: str, diagnosis: str | None = None):
-        super().__init__(message if diagnosis is None else f"{message}\nThis looks like: {diagnosis}")
+    def __init__(self, message: str, diagnosis: Label | None = None):
+        diagnosis = None if diagnosis is None else localized(diagnosis)  # (english, chinese) -> this language
+        super().__init__(message if diagnosis is None else f"{message}\n{tr('core.looks_like', diagnosis=diagnosis)}")
         self.diagnosis = diagnosis
 
 
@@ -66,13 +70,13 @@ def check_tensor(actual: Any, *, shape: tuple[int, ...] | None = None, dtype: to
                  name: str = "output") -> torch.Tensor:
     """The answer is a tensor of the expected shape and dtype; raises Mismatch otherwise."""
     if not isinstance(actual, torch.Tensor):
-        raise Mismatch(f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
+        raise Mismatch(tr("loop.not_a_tensor", name=name, got=type(actual).__name__))
     if type(actual) is not torch.Tensor and not isinstance(actual, torch.nn.Parameter):
-        raise Mismatch(f"{name}: expected a plain torch.Tensor, got the subclass {type(actual).__name__}")
+        raise Mismatch(tr("loop.tensor_subclass", name=name, got=type(actual).__name__))
     if shape is not None and tuple(actual.shape) != tuple(shape):
-        raise Mismatch(f"{name}: expected shape {tuple(shape)}, got {tuple(actual.shape)}")
+        raise Mismatch(tr("loop.wrong_shape", name=name, expected=tuple(shape), got=tuple(actual.shape)))
     if dtype is not None and actual.dtype != dtype:
-        raise Mismatch(f"{name}: expected dtype {dtype}, got {actual.dtype}")
+        raise Mismatch(tr("loop.wrong_dtype", name=name, expected=dtype, got=actual.dtype))
     return actual
 
 
@@ -85,9 +89,10 @@ def _close_mask(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol:
     return ok
 
 
-def diagnose(actual: torch.Tensor, mistakes: Mapping[str, MistakeOutput] | None,
-             rtol: float, atol: float) -> str | None:
-    """The name of the first known mistake whose output matches ``actual``, or None."""
+def diagnose(actual: torch.Tensor, mistakes: Mapping[Label, MistakeOutput] | None,
+             rtol: float, atol: float) -> Label | None:
+    """The label of the first known mistake whose output matches ``actual``, or None. A label is
+    English text or an ``(english, chinese)`` pair; :class:`Mismatch` shows it in the run's language."""
     for label, produce in (mistakes or {}).items():
         try:
             wrong = produce() if callable(produce) else produce
@@ -102,7 +107,7 @@ def diagnose(actual: torch.Tensor, mistakes: Mapping[str, MistakeOutput] | None,
 
 def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
                  rtol: float | None = None, atol: float | None = None, reduction: int | None = None,
-                 mistakes: Mapping[str, MistakeOutput] | None = None, check_dtype: bool = True) -> None:
+                 mistakes: Mapping[Label, MistakeOutput] | None = None, check_dtype: bool = True) -> None:
     """``actual`` equals ``expected`` within the dtype's tolerance, or raise :class:`Mismatch`.
 
     ``rtol``/``atol`` override the table for one check (say why in the test); ``reduction`` widens
@@ -121,21 +126,21 @@ def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
     bad = ~ok
     n_bad, n = int(bad.sum()), ok.numel()
     if bool(torch.isnan(a).any()):
-        head = f"{name}: {int(torch.isnan(a).sum())} of {n} elements are NaN"
+        head = tr("loop.nan_elements", name=name, count=int(torch.isnan(a).sum()), total=n)
     elif bool(torch.isinf(a[~torch.isinf(e)]).any()) if e.numel() else False:
         head = f"{name}: contains Inf where finite values were expected"
     else:
-        head = f"{name}: {n_bad} of {n} elements ({100.0 * n_bad / n:.1f}%) differ beyond rtol={rtol:g}, atol={atol:g}"
+        head = tr("loop.differ", name=name, count=n_bad, total=n, percent=100.0 * n_bad / n, rtol=rtol, atol=atol)
     diff = torch.where(bad, (a - e).abs().nan_to_num(nan=math.inf), torch.zeros_like(a))
     flat = int(diff.flatten().argmax())
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
     got, want = a.flatten()[flat].item(), e.flatten()[flat].item()
-    message = f"{head}; worst at index {index}: got {got:.6g}, expected {want:.6g}"
+    message = tr("loop.worst", head=head, index=index, got=got, expected=want)
     raise Mismatch(message, diagnose(actual, mistakes, rtol, atol))
 
 
 def assert_equal(actual: Any, expected: Any, *, name: str = "output",
-                 mistakes: Mapping[str, Any] | None = None) -> None:
+                 mistakes: Mapping[Label, Any] | None = None) -> None:
     """Exact equality for integers, tensors of integers, lists and tuples; NaN never equals."""
     if isinstance(expected, torch.Tensor) and expected.is_floating_point():
         assert_close(actual, expected, name=name, rtol=0.0, atol=0.0, mistakes=mistakes)
@@ -157,7 +162,7 @@ def assert_equal(actual: Any, expected: Any, *, name: str = "output",
         elif wrong == actual:
             diagnosis = label
             break
-    raise Mismatch(f"{name}: expected {_short(expected)}, got {_short(actual)}", diagnosis)
+    raise Mismatch(tr("loop.not_equal", name=name, expected=_short(expected), got=_short(actual)), diagnosis)
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -172,7 +177,7 @@ def poisoned(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.dev
     return torch.full(shape, -7777, dtype=dtype, device=device)
 
 
-def assert_all_written(actual: Any, *, name: str = "output", diagnosis: str | None = None) -> None:
+def assert_all_written(actual: Any, *, name: str = "output", diagnosis: Label | None = None) -> None:
     """No element of ``actual`` is NaN: the poison of :func:`poisoned` buffers (and of fresh
     allocations inside a Triton exercise, see infralab.triton_watch) was overwritten everywhere.
     Raise :class:`Mismatch` naming how many and where, with ``diagnosis`` as the likely mistake."""
@@ -182,8 +187,8 @@ def assert_all_written(actual: Any, *, name: str = "output", diagnosis: str | No
     nan = torch.isnan(actual.detach().cpu())
     if bool(nan.any()):
         first = tuple(int(i) for i in nan.nonzero()[0])
-        raise Mismatch(f"{name}: {int(nan.sum())} of {nan.numel()} elements were never written or are NaN "
-                       f"(first at index {first}); fresh output memory is NaN-filled in the tests", diagnosis)
+        raise Mismatch(tr("loop.never_written", name=name, count=int(nan.sum()), total=nan.numel(), first=first),
+                       diagnosis)
 
 
 def poison_(t: torch.Tensor) -> torch.Tensor:

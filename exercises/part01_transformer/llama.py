@@ -33,7 +33,9 @@ The model (HF ``LlamaForCausalLM``, eager attention, no biases, no RoPE scaling)
 
 - RMSNorm: ``weight * cast(x_fp32 / sqrt(mean(x_fp32²) + eps))``, eps inside the root.
 - RoPE, rotate-half (HF) convention: the pairs are ``(j, j + Dh/2)``; position ``m`` rotates pair
-  ``j`` by ``m * rope_theta ** (-2j / Dh)``; ``x * cos + rotate_half(x) * sin`` with
+  ``j`` by ``m * rope_theta ** (-2j / Dh)``, with the inverse frequencies in float32 as
+  transformers computes them, ``1.0 / rope_theta ** (torch.arange(0, Dh, 2).float() / Dh)`` (the
+  course's one convention, the same as rope.py's ``rope_inv_freq``); ``x * cos + rotate_half(x) * sin`` with
   ``rotate_half(x) = cat(-x[..., Dh/2:], x[..., :Dh/2])``. Positions are *absolute*: the tokens
   of this call sit at ``start_pos .. start_pos + S - 1``.
 - Attention: ``softmax(q k^T / sqrt(Dh) + mask) v``; GQA: query head ``h`` uses KV head

@@ -41,7 +41,10 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, scaling: dict | None = N
             (an unknown type raises ``ValueError``); ``L = original_max_position_embeddings``:
 
             - ``{"type": "default"}`` (same as ``None``): ``theta_i = base ** (-2i / D)``,
-              i = 0 .. D/2 - 1, computed as ``1 / base ** (2i / D)``.
+              i = 0 .. D/2 - 1, computed in float32 as transformers does:
+              ``1.0 / base ** (torch.arange(0, D, 2).float() / D)``. This is the course's one
+              convention (llama.py uses it too): computing in float64 and rounding differs by
+              up to 3 ulp, which moves an angle by 6e-3 at position 32k.
             - ``{"type": "linear", "factor": s}``: position interpolation,
               ``theta_i / s`` (the same as dividing every position by s).
             - ``{"type": "ntk", "factor": s}``: static NTK-aware scaling, the default formula with
@@ -73,7 +76,7 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, scaling: dict | None = N
         ``attention_scaling`` a Python float, 1.0 for every type but YaRN. It multiplies cos
         and sin (see :func:`rope_cos_sin`), as HF does.
 
-    中文：计算 θ_i = base^(-2i/D)（指数是 2i/D 不是 i/D），再按 scaling 类型调整：linear 除以 factor，
+    中文：计算 θ_i = base^(-2i/D)（指数是 2i/D 不是 i/D；和 transformers 一样用 float32 计算，llama.py 也如此），再按 scaling 类型调整：linear 除以 factor，
     ntk/dynamic 放大 base，yarn 按波长分段插值并给出 attention_scaling，llama3 低频除以 factor、高频不变。
     """
     raise NotImplementedError("rope_inv_freq")

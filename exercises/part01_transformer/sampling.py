@@ -85,9 +85,13 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     Ties: tokens of equal probability are kept or removed together (the rule above depends only
     on the probabilities, not on the order a sort puts equal values in). Equivalently: count
     the ranks ``m`` with ``S_{j-1} < p``, then keep every token at least as likely as ``q_m``.
+    transformers' ``TopPLogitsWarper`` differs here: it sorts ascending and removes tokens while the
+    cumulative sum is ``<= 1 - p``, so it can cut inside a tie (which tied tokens go depends on the
+    sort); an answer written that way fails the tie tests, which say so by name.
 
     中文：按概率从大到小累加，保留"累加到它之前还不足 p"的所有 token——也就是使累加和首次达到 p
-    的那个 token 也要保留；最大的 token 永远保留；概率相等的 token 同进同退。
+    的那个 token 也要保留；最大的 token 永远保留；概率相等的 token 同进同退（transformers 的
+    TopPLogitsWarper 会在并列处截断，与这里的约定不同）。
     """
     raise NotImplementedError("top_p_filter")
 

@@ -12,8 +12,8 @@ no compile step and no extra package (the caged executor and the H200 machine im
 plain Python), the English text stays beside its Chinese in review, and one test checks that
 every key has both languages with the same ``{fields}``.
 
-The language: :func:`set_language` (the CLI's ``--lang``, course.yml ``language:``), else
-``INFRALAB_LANG``, else the locale (``LANG``/``LC_ALL``/``LC_MESSAGES`` starting with ``zh``),
+The language: :func:`set_language` (the CLI's and pytest's ``--lang``), else ``INFRALAB_LANG``,
+else course.yml ``language:`` (:func:`use_course_language`), else the locale (``LANG``/``LC_ALL``/``LC_MESSAGES`` starting with ``zh``),
 else English. ``set_language`` also exports ``INFRALAB_LANG`` so child processes (pytest runs,
 the judge) speak the same language.
 """
@@ -70,6 +70,14 @@ def set_language(lang: str | None) -> str:
     return language()
 
 
+def use_course_language(lang: str | None) -> str:
+    """course.yml ``language:`` as the default: it applies unless ``--lang``/INFRALAB_LANG chose
+    already (it wins over the locale); returns the language in force."""
+    if lang and not _normalise(os.environ.get(ENV)):
+        set_language(lang)
+    return language()
+
+
 def language() -> str:
     """The language in force: INFRALAB_LANG, else the locale, else English."""
     explicit = _normalise(os.environ.get(ENV))
@@ -97,3 +105,12 @@ def tr(key: str, lang: str | None = None, **values: object) -> str:
 def both(key: str, **values: object) -> str:
     """English, then Chinese, on two lines: for outputs read in either language (a gradebook)."""
     return f"{tr(key, 'en', **values)}\n{tr(key, 'zh', **values)}"
+
+
+def localized(text: str | tuple[str, str], lang: str | None = None) -> str:
+    """A text written outside the catalogue, in the course's own files (a grader's diagnosis,
+    ``mistakes={("english", "中文"): wrong}``): of an ``(english, chinese)`` pair, the one in
+    ``lang`` (default: :func:`language`); a plain string is English only and is returned as is."""
+    if isinstance(text, tuple):
+        return text[LANGS.index(_normalise(lang) or language())]
+    return text

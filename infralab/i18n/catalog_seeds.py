@@ -1,6 +1,10 @@
 """Messages of the seed sweep and the soundness report (``infralab validate``). Keys: ``seeds.*``."""
 
 MESSAGES = {
+    "seeds.bad_count": (
+        "--seeds {value}: expected a whole number of seeds, at least 1",
+        "--seeds {value}：种子个数应为不小于 1 的整数",
+    ),
     "seeds.repeat": (
         "repeat this run's inputs with --seed {seed}",
         "用 --seed {seed} 可重现本次运行的输入",

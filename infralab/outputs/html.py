@@ -8,7 +8,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from infralab.i18n import language, tr
 from infralab.outputs.gradescope import test_points
+from infralab.outputs.progress import status_text
 
 _CSS = """
 body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
@@ -44,18 +46,21 @@ def _submission_section(record: dict[str, Any]) -> list[str]:
 
 
 def feedback_html(record: dict[str, Any]) -> str:
-    student = escape(str(record.get("student", record["target"])))
-    parts = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Feedback · {student}</title>"
+    lang = "zh-CN" if language() == "zh" else "en"
+    total = tr("loop.html_total", points=f"{record['points']:g}", max_points=f"{record['max_points']:g}")
+    title = escape(tr("loop.html_title", student=record.get("student", record["target"])))
+    parts = [f"<!doctype html><html lang='{lang}'><head><meta charset='utf-8'><title>{title}</title>"
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>Feedback 评分反馈 · {student}</h1>",
-             f"<p class='sub'>course {escape(record['course'])} · mode {escape(record['mode'])}</p>",
-             f"<p class='total'>{record['points']:g} / {record['max_points']:g} points 分</p>",
+             f"<h1>{title}</h1>",
+             f"<p class='sub'>{escape(tr('loop.html_sub', course=record['course'], mode=record['mode']))}</p>",
+             f"<p class='total'>{escape(total)}</p>",
              *_submission_section(record),
-             "<table><tr><th>exercise 练习</th><th>tests</th><th>points</th><th>status</th></tr>"]
+             f"<table><tr><th>{tr('loop.html_exercise')}</th><th>{tr('loop.html_tests')}</th>"
+             f"<th>{tr('loop.col_points')}</th><th>{tr('loop.col_status')}</th></tr>"]
     for ex in record["exercises"]:
         parts.append(f"<tr><td>{escape(ex['id'])}</td><td>{ex['passed']}/{ex['total']}</td>"
                      f"<td>{ex['points']:g}/{ex['max_points']:g}</td>"
-                     f"<td class='{_status_class(ex['status'])}'>{escape(ex['status'])}</td></tr>")
+                     f"<td class='{_status_class(ex['status'])}'>{escape(status_text(ex['status']))}</td></tr>")
     parts.append("</table>")
     for ex in record["exercises"]:
         parts.append(f"<h2>{escape(ex['id'])}</h2>")
@@ -63,22 +68,24 @@ def feedback_html(record: dict[str, Any]) -> str:
             parts.append(f"<p class='error'>{escape(ex['first_failure'])}</p>")
         if not ex["tests"]:
             continue
-        parts.append("<table><tr><th>test</th><th>visibility</th><th>points</th><th>result</th></tr>")
+        parts.append(f"<table><tr><th>{tr('loop.html_test')}</th><th>{tr('loop.html_visibility')}</th>"
+                     f"<th>{tr('loop.col_points')}</th><th>{tr('loop.html_result')}</th></tr>")
         for t, won, possible in test_points(ex):
             message = f"<pre>{escape(t['message'])}</pre>" if t["message"] and t["outcome"] != "passed" else ""
             diag = t.get("diagnosis")
             if diag and diag not in t["message"]:
-                message += f"<p class='diag'>This looks like 可能的错误: {escape(diag)}</p>"
-            parts.append(f"<tr><td>{escape(t['name'])}{message}</td><td>{escape(t['visibility'])}</td>"
+                message += f"<p class='diag'>{escape(tr('core.looks_like', diagnosis=diag))}</p>"
+            parts.append(f"<tr><td>{escape(t['name'])}{message}</td>"
+                         f"<td>{escape(tr('loop.visibility_' + t['visibility']))}</td>"
                          f"<td>{won:.3g}/{possible:.3g}</td>"
-                         f"<td class='{_status_class(t['outcome'])}'>{escape(t['outcome'])}</td></tr>")
+                         f"<td class='{_status_class(t['outcome'])}'>{escape(tr('loop.outcome_' + t['outcome']))}</td></tr>")
         parts.append("</table>")
     if record["flags"]:
-        parts.append("<h2>Flags for the instructor 提示</h2>")
+        parts.append(f"<h2>{tr('loop.html_flags')}</h2>")
         for fl in record["flags"]:
             parts.append(f"<div class='flag'><b>{escape(fl['kind'])}</b>: {escape(str(fl.get('detail', '')))}</div>")
     env = record["environment"]
-    parts.append("<details><summary>environment and protections 运行环境</summary><pre>"
+    parts.append(f"<details><summary>{tr('loop.html_environment')}</summary><pre>"
                  + escape("\n".join(f"{k}: {v}" for k, v in env.items()))
                  + "\n\n" + escape("\n".join(f"{k}: {v}" for k, v in record["protections"].items()))
                  + "</pre></details></body></html>\n")

@@ -78,7 +78,8 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
 
 
 def _rope_cos_sin(positions: torch.Tensor, d_head: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin of shape (S, Dh) for rotate-half RoPE: angle m * theta^(-2i/Dh), halves repeated."""
+    """cos/sin of shape (S, Dh) for rotate-half RoPE: angle m * theta^(-2i/Dh), halves repeated;
+    inv_freq in fp32 as transformers computes it (the course's one convention, as in rope.py)."""
     inv_freq = 1.0 / theta ** (torch.arange(0, d_head, 2, device=positions.device).float() / d_head)
     angles = positions.float()[:, None] * inv_freq[None, :]  # (S, Dh/2)
     emb = torch.cat([angles, angles], dim=-1)

@@ -12,9 +12,10 @@ PAIRINGS = ("rotate_half", "interleaved")
 
 
 def _plain_inv_freq(head_dim: int, base: float) -> torch.Tensor:
-    """theta_i = base ** (-2i / D) for i = 0 .. D/2 - 1, in fp32."""
-    exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim  # 2i / D
-    return (1.0 / base ** exponents).float()
+    """theta_i = base ** (-2i / D) for i = 0 .. D/2 - 1, computed in fp32 as transformers does
+    (the course's one convention, shared with llama.py)."""
+    exponents = torch.arange(0, head_dim, 2).float() / head_dim  # 2i / D
+    return 1.0 / base ** exponents
 
 
 def _yarn_ramp(low: float, high: float, n: int) -> torch.Tensor:

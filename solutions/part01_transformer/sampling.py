@@ -26,7 +26,8 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep a token iff the probability of the tokens strictly more likely than it is < p."""
+    """Keep a token iff the probability of the tokens strictly more likely than it is < p: tied
+    tokens stay together (transformers' TopPLogitsWarper cuts inside a tie; the exercise says why)."""
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     if p == 1:

@@ -43,6 +43,26 @@ def test_top_p_keeps_the_token_that_reaches_p(impl):
                  mistakes=top_p_mistakes(z, 0.9))
 
 
+def test_top_p_keeps_tied_tokens_together(impl):
+    z = torch.tensor([[1.0, 1.0, 1.0, 0.0]])  # three tied tokens of probability 0.30 each, then 0.11
+    # p = 0.5: nothing is more likely than the tied tokens (0 < p), so all three stay
+    assert_equal(impl(MODULE).top_p_filter(z, 0.5), torch.tensor([[1.0, 1.0, 1.0, -INF]]), name="p=0.5 with ties",
+                 mistakes={TRANSFORMERS_TIES: lambda: transformers_top_p(z, 0.5)})
+
+
+TRANSFORMERS_TIES = (
+    "cut inside a tie, as transformers' TopPLogitsWarper does: tokens tied with the cut-off must be kept or "
+    "removed together", "像 transformers 的 TopPLogitsWarper 那样在并列处截断：与截断点概率相等的 token 必须同进同退")
+
+
+def transformers_top_p(z, p):
+    """transformers' rule: sort ascending, remove while the cumulative sum <= 1 - p, keep the last."""
+    ascending, order = torch.sort(z, descending=False)
+    remove = torch.softmax(ascending, dim=-1).cumsum(dim=-1) <= 1 - p
+    remove[..., -1:] = False
+    return z.masked_fill(remove.scatter(-1, order, remove), -INF)
+
+
 def test_min_p_is_relative_to_the_top_probability(impl):
     z = log_probs(0.4, 0.3, 0.2, 0.06, 0.04)
     # min_p = 0.35: threshold 0.35 * 0.4 = 0.14, so 0.06 and 0.04 go (not 0.3 and 0.2: they are below 0.35)

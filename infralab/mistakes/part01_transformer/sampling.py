@@ -62,7 +62,19 @@ def top_p_mistakes(z, p):
         "the top token was not always kept": lambda: z.masked_fill(above + probs >= p, NEG_INF),
         "kept the tokens whose cumulative mass is *above* p (mask inverted)":
             lambda: z.masked_fill(above < p, NEG_INF),
+        ("cut inside a tie, as transformers' TopPLogitsWarper does (ascending sort, remove while the cumulative "
+         "sum <= 1 - p): tokens tied with the cut-off must be kept or removed together",
+         "像 transformers 的 TopPLogitsWarper 那样在并列处截断（升序排序，累加和 <= 1 - p 的都删掉）："
+         "与截断点概率相等的 token 必须同进同退"): lambda: transformers_top_p(z, p),
     }
+
+
+def transformers_top_p(z, p):
+    """transformers' tie rule (TopPLogitsWarper): which tied tokens go depends on the sort."""
+    ascending, order = torch.sort(z, descending=False)
+    remove = torch.softmax(ascending.float(), dim=-1).cumsum(dim=-1) <= 1 - p
+    remove[..., -1:] = False
+    return z.masked_fill(remove.scatter(-1, order, remove), NEG_INF)
 
 
 def min_p_mistakes(z, m):
