@@ -182,6 +182,17 @@ def checked_call(fn: Callable, args: tuple, kwargs: dict, *, where: str, banned:
     return result
 
 
+@contextlib.contextmanager
+def op_guard(where: str, banned: Iterable[str] = (), triton: bool = False,
+             on_flag: Flagger | None = None) -> Iterator[None]:
+    """The dispatch-level check of :func:`checked_call` alone (no input check, no kernel-output
+    evidence): what costs nothing on the device, for the timed calls of a performance challenge."""
+    mode = _OpGuard(where, ban_classes(banned), triton, on_flag)
+    with mode:
+        yield
+        _check_on_stack(mode, where, on_flag)
+
+
 def _check_on_stack(mode: _OpGuard, where: str, on_flag: Flagger | None) -> None:
     """Runs before the mode's own exit: if the code popped the mode, push it back (so the exit
     stays balanced) and fail the call."""

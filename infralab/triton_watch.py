@@ -51,6 +51,7 @@ class Watch:
     """What happened during one watched call."""
 
     launches: list[Launch] = field(default_factory=list)
+    record_writes: bool = True  # compare argument bytes around each launch (costly: timing turns it off)
 
     @staticmethod
     def storage_key(t) -> tuple[str, int]:
@@ -90,8 +91,9 @@ def _watched_run(run):
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
         import torch
 
+        compare = any(w.record_writes for w in _ACTIVE)
         with quiet_modes():
-            tensors = {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))}
+            tensors = {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))} if compare else {}
             before = {key: _storage_bytes(t) for key, t in tensors.items()}
         try:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -222,9 +224,10 @@ def _poisoned_allocations() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watching(poison_allocations: bool = True) -> Iterator[Watch]:
-    """Record the Triton kernels launched inside the block (see the module docstring)."""
-    watch = Watch()
+def watching(poison_allocations: bool = True, record_writes: bool = True) -> Iterator[Watch]:
+    """Record the Triton kernels launched inside the block (see the module docstring);
+    ``record_writes=False`` records only which kernels ran (no byte comparison: for timed calls)."""
+    watch = Watch(record_writes=record_writes)
     with _LOCK:
         _install_interpreter()
         _install_compiled()

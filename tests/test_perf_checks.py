@@ -188,6 +188,26 @@ def test_the_timed_view_runs_the_same_module_object_as_the_gate():
         tgt.close()
 
 
+def test_timed_calls_run_the_real_guards_own_kernels_pass_and_torch_compute_is_refused():
+    """The timed view with the kit's real guards (CPU, Triton interpreter): the reference softmax
+    runs; a torch softmax in the timed call is refused at the dispatcher."""
+    from infralab.course import load_course
+    from infralab.guards import BannedCall
+    from infralab.perf.checked import checked_candidate
+    from infralab.targets import InProcessTarget, parse_target
+    course = load_course(None)
+    tgt = InProcessTarget(parse_target("solutions", course.root), {}, frozenset({"part03_kernels.softmax"}))
+    try:
+        cand = checked_candidate(tgt.load("part03_kernels.softmax"), triton=True)
+        x = torch.randn(4, 33)
+        torch.testing.assert_close(cand.timed.softmax(x), torch.softmax(x, -1))
+        view = type(cand.timed)(torch.nn.functional, "torch", (), True, cand.own_kernels)
+        with pytest.raises(BannedCall):
+            view.softmax(x, -1)
+    finally:
+        tgt.close()
+
+
 def test_torch_compile_in_a_hostile_sample_is_found_at_load():
     from infralab.course import load_course
     from infralab.perf.checked import checked_candidate

@@ -193,16 +193,17 @@ class _TimedView:
         return functools.wraps(fn)(functools.partial(self._call, fn, f"{self._origin}: {name}"))
 
     def _call(self, fn, where: str, *args, **kwargs):
-        from infralab.guards import guarding
+        from infralab.guards import op_guard
         from infralab.triton_watch import watching
         if not self._triton:
-            with guarding(where, self._banned):
+            with op_guard(where, self._banned):
                 return fn(*args, **kwargs)
-        with watching(poison_allocations=False) as watch, guarding(where, self._banned):
+        with watching(poison_allocations=False, record_writes=False) as watch, \
+                op_guard(where, self._banned, triton=True):
             result = fn(*args, **kwargs)
         if not watch.launches:
             raise NoTimedKernel(tr("perf.timed_no_launch", where=where))
-        foreign = sorted({n for n in watch.launches if n not in self._own})
+        foreign = sorted({launch.name for launch in watch.launches if launch.name not in self._own})
         if foreign:
             raise ForeignKernel(tr("perf.timed_foreign_launch", where=where, kernels=", ".join(foreign),
                                    own=", ".join(sorted(self._own)) or "-"))
