@@ -1,0 +1,1 @@
+"""Part 00: foundations: rooflines, number formats, memory budgets."""

@@ -1,0 +1,72 @@
+"""Visible tests for part00_foundations.memory_budget: run `pytest exercises/part00_foundations -m memory_budget`."""
+import pytest
+import torch
+
+from infralab.testing import assert_equal
+
+MODULE = "part00_foundations.memory_budget"
+LLAMA2_7B = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "tie_word_embeddings": False}
+LLAMA3_8B_ATTN = {**LLAMA2_7B, "num_key_value_heads": 8}
+DEEPSEEK_V2_MLA = {**LLAMA2_7B, "num_hidden_layers": 60, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+
+
+def test_param_count_of_a_tiny_gqa_model_by_hand(impl):
+    config = {"vocab_size": 100, "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": False}
+    # 2*100*16 + 2 * (2*16*16 + 2*16*8 + 3*16*40 + 2*16) + 16
+    assert_equal(impl(MODULE).param_count(config), 8656, name="parameters of the tiny model",
+                 mistakes={"K and V counted with the query heads": 8656 + 2 * 2 * 16 * 8})
+    tied = {**config, "tie_word_embeddings": True}
+    assert_equal(impl(MODULE).param_count(tied), 8656 - 1600, name="parameters with tied embeddings",
+                 mistakes={"tied lm_head counted twice": 8656})
+
+
+def test_param_count_of_llama2_7b(impl):
+    assert_equal(impl(MODULE).param_count(LLAMA2_7B), 6738415616, name="LLaMA-2-7B parameters")
+
+
+def test_zero_paper_example_7_5b_on_64_gpus(impl):
+    """ZeRO paper, Figure 1: Psi = 7.5B, N_d = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB."""
+    m = impl(MODULE)
+    totals = [m.model_state_bytes(7_500_000_000, dp=64, zero_stage=z)["total"] / 1e9 for z in range(4)]
+    assert totals == pytest.approx([120.0, 31.40625, 16.640625, 1.875]), (
+        f"totals per GPU (GB) for ZeRO stages 0-3: got {totals}; "
+        "stage 1 partitions the optimizer states, stage 2 the gradients too, stage 3 the parameters too")
+
+
+def test_adam_optimizer_states_are_12_bytes_per_parameter(impl):
+    states = impl(MODULE).model_state_bytes(1000)
+    assert states == pytest.approx({"params": 2000, "grads": 2000, "optimizer": 12000, "total": 16000}), (
+        f"got {states}: mixed-precision Adam keeps fp32 master weights, momentum and variance (12 bytes), "
+        "not only momentum and variance (8)")
+
+
+def test_activations_without_recomputation_follow_korthikanti(impl):
+    m = impl(MODULE)
+    # L * s*b*h * (34 + 5*a*s/h) with s = 2048, b = 1
+    got = m.activation_bytes(LLAMA2_7B, seq_len=2048, micro_batch=1)
+    assert got == pytest.approx(32 * 2048 * 4096 * (34 + 5 * 32 * 2048 / 4096))
+    full = m.activation_bytes(LLAMA2_7B, seq_len=2048, micro_batch=1, recompute="full")
+    assert full == pytest.approx(32 * 2 * 2048 * 4096), "full recomputation keeps each layer's 16-bit input only"
+
+
+def test_kv_cache_uses_the_kv_heads(impl):
+    m = impl(MODULE)
+    per_token = m.kv_cache_bytes(LLAMA3_8B_ATTN, tokens=1, dtype=torch.bfloat16)
+    assert_equal(per_token, 2 * 32 * 8 * 128 * 2, name="bf16 KV cache bytes per token, 8 KV heads",
+                 mistakes={"query heads used instead of KV heads": 2 * 32 * 32 * 128 * 2,
+                           "K only (the factor 2 for K and V forgotten)": 32 * 8 * 128 * 2})
+    assert_equal(m.kv_cache_bytes(LLAMA2_7B, tokens=4096, dtype=torch.float16), 2 * 32 * 32 * 128 * 4096 * 2,
+                 name="MHA KV cache of 4096 fp16 tokens")
+    assert_equal(m.kv_cache_bytes(DEEPSEEK_V2_MLA, tokens=1), 60 * (512 + 64) * 2,
+                 name="MLA cache per token (latent + RoPE key)")
+
+
+def test_pipeline_stages_do_not_shrink_the_first_stages_activations(impl):
+    m = impl(MODULE)
+    one = m.activation_bytes(LLAMA2_7B, seq_len=1024, micro_batch=2, tp=2, sequence_parallel=True)
+    four = m.activation_bytes(LLAMA2_7B, seq_len=1024, micro_batch=2, tp=2, pp=4, sequence_parallel=True)
+    assert four == pytest.approx(one), (
+        f"pp=4 gave {four:.4g} bytes, pp=1 {one:.4g}: under 1F1B the first stage holds pp micro-batches "
+        "in flight, each through L/pp layers, so pipeline parallelism does not divide activation memory")
