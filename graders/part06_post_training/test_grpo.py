@@ -283,3 +283,17 @@ def test_full_grpo_loss_from_rewards_and_logps(impl, gen):
     e_adv = reference_advantages(rewards, G)
     expected = reference_aggregate(reference_per_token_loss(logps, old, e_adv, ref, 0.04), mask, "token_mean")
     assert_close(loss, expected, name="GRPO loss end to end")
+
+
+def test_defaults_are_the_documented_ones(impl, gen):
+    """scale=True, eps=1e-4; beta 0, eps_low 0.2 = eps_high; token_mean."""
+    m = impl(MODULE)
+    rewards = randn(8, generator=gen)
+    assert_close(m.group_advantages(rewards, 4), m.group_advantages(rewards, 4, scale=True, eps=1e-4),
+                 name="group_advantages with its defaults")
+    logps, old, ref, adv = random_rollout(gen, 3, 5)
+    loss = m.grpo_per_token_loss(logps, old, adv)
+    assert_close(loss, m.grpo_per_token_loss(logps, old, adv, ref_logps=ref, beta=0.0, eps_low=0.2, eps_high=0.2),
+                 name="grpo_per_token_loss with its defaults")
+    mask = random_mask(gen, 3, 5)
+    assert_close(m.aggregate_loss(loss, mask), m.aggregate_loss(loss, mask, "token_mean"), name="aggregate_loss default mode")

@@ -255,3 +255,19 @@ def test_ppo_loss_combines_the_three_token_means(impl, N, T, seed):
     assert_close(total, (pg + 0.5 * vf - 0.05 * em).float(), name="total PPO loss", mistakes={
         "entropy bonus added instead of subtracted": lambda: (pg + 0.5 * vf + 0.05 * em).float(),
         "value loss not weighted by vf_coef": lambda: (pg + vf - 0.05 * em).float()})
+
+
+def test_defaults_are_the_documented_ones(impl, gen):
+    """gamma 0.99, lam 0.95, clip 0.2 (policy and value), vf_coef 0.5, ent_coef 0.01."""
+    m = impl(MODULE)
+    rollout = random_rollout(gen, 2, 6)
+    for got, want in zip(m.gae(*rollout), m.gae(*rollout, gamma=0.99, lam=0.95, normalize=False)):
+        assert_close(got, want, name="gae with its default gamma and lambda")
+    old = -randn(2, 6, generator=gen).abs()
+    logps = old + randn(2, 6, generator=gen, scale=0.5)
+    adv, vals = randn(2, 6, generator=gen), randn(2, 6, generator=gen)
+    assert_close(m.clipped_policy_loss(logps, old, adv), m.clipped_policy_loss(logps, old, adv, clip_range=0.2),
+                 name="clipped_policy_loss with its default clip range")
+    args = (logps, old, adv, vals + 0.5, vals, vals + 1.0, adv.abs(), torch.ones(2, 6))
+    for got, want in zip(m.ppo_loss(*args), m.ppo_loss(*args, clip_range=0.2, value_clip_range=0.2, vf_coef=0.5, ent_coef=0.01)):
+        assert_close(got, want, name="ppo_loss with its default coefficients")
