@@ -1,1 +1,1 @@
-"""Part 06: post-training: preference optimisation (DPO, IPO, conservative DPO)."""
+"""Part 06: post-training: SFT, LoRA, preference optimisation (DPO, IPO, cDPO) and RL (GRPO, PPO)."""

@@ -1,0 +1,248 @@
+"""Hidden tests for part06_post_training.lora."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infralab.testing import assert_close, assert_equal, randn
+
+MODULE = "part06_post_training.lora"
+
+
+# ---- init and scaling --------------------------------------------------------------------------
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("shape", [(256, 128, 16), (1024, 64, 4), (100, 300, 40)])
+def test_init_draws_a_uniform_with_the_kaiming_bound_and_b_zero(impl, seed, shape):
+    fan_in, out, r = shape
+    A, B = impl(MODULE).init_lora(fan_in, out, r, seed)
+    assert_equal(B, torch.zeros(out, r), name="B at init", mistakes={
+        "B initialised at random (the adapted model no longer starts equal to the base)": B})
+    assert tuple(A.shape) == (r, fan_in) and A.dtype == torch.float32, f"A must be ({r}, {fan_in}) float32"
+    bound = 1.0 / math.sqrt(fan_in)
+    assert float(A.abs().max()) <= bound * (1 + 1e-6), (
+        f"A exceeds the bound 1/sqrt(in) = {bound:.4g} (max |A| = {float(A.abs().max()):.4g}); "
+        "kaiming_uniform_ with a=0 gives sqrt(6/in), a normal init is unbounded")
+    # uniform on [-b, b]: std b/sqrt(3); r*in >= 4000 samples: the sample std is within 6% by > 8 sigma
+    std = float(A.std())
+    assert abs(std - bound / math.sqrt(3)) < 0.06 * bound / math.sqrt(3), \
+        f"A's std {std:.4g} is not that of U(-{bound:.4g}, {bound:.4g}) ({bound / math.sqrt(3):.4g})"
+    assert abs(float(A.mean())) < 0.1 * bound, "A's mean is far from 0"
+
+
+def test_init_is_repeatable_from_its_seed(impl, seed):
+    m = impl(MODULE)
+    A1, _ = m.init_lora(32, 16, 4, seed)
+    A2, _ = m.init_lora(32, 16, 4, seed)
+    A3, _ = m.init_lora(32, 16, 4, seed + 1)
+    assert torch.equal(A1, A2), "the same seed must give the same A"
+    assert not torch.equal(A1, A3), "different seeds must give different A"
+
+
+@pytest.mark.parametrize("alpha,r,rs,expected", [(16, 8, False, 2.0), (32, 16, False, 2.0), (8, 64, False, 0.125),
+                                                 (16, 16, True, 4.0), (8, 64, True, 1.0), (1, 1, True, 1.0)])
+def test_scaling_table(impl, alpha, r, rs, expected):
+    got = impl(MODULE).lora_scaling(alpha, r, use_rslora=rs)
+    hint = {alpha: "alpha instead of alpha / r", alpha / r: "alpha / r with rsLoRA (should be alpha / sqrt(r))",
+            alpha / math.sqrt(r): "alpha / sqrt(r) without rsLoRA (should be alpha / r)"}.get(got, "")
+    assert math.isclose(float(got), expected, rel_tol=1e-9), \
+        f"lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}" + (f"; this looks like: {hint}" if hint else "")
+
+
+# ---- forward, merge, unmerge -------------------------------------------------------------------
+
+def forward_mistakes(x, W, b, A, B, s):
+    base = F.linear(x, W, b)
+    low = F.linear(F.linear(x, A), B)
+    return {
+        "scaling left out of the low-rank path": lambda: base + low,
+        "scaling applied to the whole output": lambda: s * (base + low),
+        "bias left out": lambda: F.linear(x, W) + s * low,
+        "low-rank path forgotten": lambda: base,
+    }
+
+
+@pytest.mark.weight(2)
+@given(lead=st.sampled_from([(3,), (2, 5), (1,)]), io=st.sampled_from([(8, 6), (16, 32), (7, 3)]),
+       r=st.integers(1, 6), bias=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_lora_forward_matches_the_formula(impl, lead, io, r, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    fin, fout = io
+    x, W = randn(*lead, fin, generator=g), randn(fout, fin, generator=g)
+    b = randn(fout, generator=g) if bias else None
+    A, B = randn(r, fin, generator=g), randn(fout, r, generator=g)
+    s = 16.0 / r
+    expected = (x.double() @ W.double().T + (b.double() if bias else 0)
+                + s * (x.double() @ A.double().T) @ B.double().T)
+    got = impl(MODULE).lora_forward(x, W, b, A, B, s)
+    assert_close(got, expected.float(), name="LoRA output", mistakes=forward_mistakes(x, W, b, A, B, s))
+
+
+def merge_mistakes(W, A, B, s):
+    return {"merge forgot the scaling (W + B A)": lambda: W + B @ A,
+            "merge used A B^T-like transposes (W + s * (A^T B^T)^T)": lambda: W + s * (A.T @ B.T).T,
+            "merge subtracted the update": lambda: W - s * B @ A}
+
+
+@pytest.mark.weight(2)
+@given(io=st.sampled_from([(8, 6), (16, 32)]), r=st.integers(1, 6), alpha=st.sampled_from([1.0, 8.0, 32.0]),
+       rs=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_merged_weight_serves_the_same_outputs(impl, io, r, alpha, rs, seed):
+    m = impl(MODULE)
+    g = torch.Generator().manual_seed(seed)
+    fin, fout = io
+    W, A, B, x = randn(fout, fin, generator=g), randn(r, fin, generator=g), randn(fout, r, generator=g), randn(4, fin, generator=g)
+    s = alpha / math.sqrt(r) if rs else alpha / r
+    merged = m.merge(W, A, B, s)
+    expected = W.double() + s * B.double() @ A.double()
+    assert_close(merged, expected.float(), name="merged weight", reduction=r, mistakes=merge_mistakes(W, A, B, s))
+    assert_close(x @ merged.T, m.lora_forward(x, W, None, A, B, s), name="merged vs adapted outputs")
+    assert_close(m.unmerge(merged, A, B, s), W, name="unmerge(merge(W))", mistakes={
+        "unmerge forgot the scaling": lambda: merged - B @ A, "unmerge added the update": lambda: merged + s * B @ A})
+
+
+def test_merge_and_unmerge_leave_their_inputs_untouched(impl, gen):
+    m = impl(MODULE)
+    W, A, B = randn(6, 5, generator=gen), randn(2, 5, generator=gen), randn(6, 2, generator=gen)
+    before = [t.clone() for t in (W, A, B)]
+    merged = m.merge(W, A, B, 2.0)
+    merged_copy = merged.clone()
+    m.unmerge(merged, A, B, 2.0)
+    assert all(torch.equal(a, b) for a, b in zip((W, A, B), before)), "merge modified its inputs in place"
+    assert torch.equal(merged, merged_copy), "unmerge modified its input in place"
+
+
+# ---- multi-LoRA --------------------------------------------------------------------------------
+
+def multi_reference(x, W, b, As, Bs, scalings, ids):
+    rows = []
+    for n, k in enumerate(ids.tolist()):
+        y = x[n].double() @ W.double().T + (b.double() if b is not None else 0)
+        if k >= 0:
+            y = y + scalings[k].double() * (x[n].double() @ As[k].double().T) @ Bs[k].double().T
+        rows.append(y)
+    return torch.stack(rows).float()
+
+
+def multi_mistakes(x, W, b, As, Bs, scalings, ids):
+    def with_ids(new_ids, new_scalings=scalings):
+        return lambda: multi_reference(x, W, b, As, Bs, new_scalings, new_ids)
+    return {
+        "id -1 taken as the last adapter (Python negative indexing) instead of the base":
+            with_ids(torch.where(ids < 0, torch.full_like(ids, As.shape[0] - 1), ids)),
+        "every row used adapter 0": with_ids(torch.zeros_like(ids)),
+        "every row used the first row's adapter": with_ids(torch.full_like(ids, int(ids[0]))),
+        "every adapter used adapter 0's scaling": with_ids(ids, scalings[:1].expand_as(scalings)),
+    }
+
+
+@pytest.mark.weight(3)
+@given(N=st.integers(1, 9), K=st.integers(1, 4), r=st.integers(1, 4), bias=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_multi_lora_batch_matches_row_by_row(impl, N, K, r, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    fin, fout = 10, 7
+    x, W = randn(N, fin, generator=g), randn(fout, fin, generator=g)
+    b = randn(fout, generator=g) if bias else None
+    As, Bs = randn(K, r, fin, generator=g), randn(K, fout, r, generator=g)
+    scalings = torch.rand(K, generator=g) * 4 + 0.1
+    ids = torch.randint(-1, K, (N,), generator=g)
+    got = impl(MODULE).multi_lora_forward(x, W, b, As, Bs, scalings, ids)
+    assert_close(got, multi_reference(x, W, b, As, Bs, scalings, ids), name="multi-LoRA batch",
+                 mistakes=multi_mistakes(x, W, b, As, Bs, scalings, ids))
+
+
+def test_multi_lora_base_rows_ignore_every_adapter(impl, gen):
+    x, W, b = randn(5, 6, generator=gen), randn(4, 6, generator=gen), randn(4, generator=gen)
+    As, Bs = randn(3, 2, 6, generator=gen), randn(3, 4, 2, generator=gen)
+    ids = torch.tensor([-1, 2, -1, 0, -1])
+    scalings = torch.tensor([1.0, 2.0, 3.0])
+    got = impl(MODULE).multi_lora_forward(x, W, b, As, Bs, scalings, ids)
+    assert_close(got, multi_reference(x, W, b, As, Bs, scalings, ids), name="multi-LoRA with base rows",
+                 mistakes=multi_mistakes(x, W, b, As, Bs, scalings, ids))
+
+
+# ---- NF4 ---------------------------------------------------------------------------------------
+
+NF4 = torch.tensor([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+                    -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+                    0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+                    0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0], dtype=torch.float64)
+
+
+def check_nf4_codes(w, codes, absmax, block_size):
+    """absmax per block exactly; each code is a nearest level of value / absmax (ties either way)."""
+    blocks = w.reshape(-1, block_size).double()
+    expected_absmax = blocks.abs().amax(1)
+    global_absmax = torch.full_like(expected_absmax, float(w.abs().max()))
+    assert_close(absmax, expected_absmax.float(), name="block absmax", mistakes={
+        "one absmax for the whole tensor instead of per block": global_absmax.float()})
+    assert tuple(codes.shape) == (w.numel(),) and codes.dtype == torch.uint8, \
+        f"codes must be ({w.numel()},) uint8, got {tuple(codes.shape)} {codes.dtype}"
+    assert int(codes.max()) < 16, "codes must lie in [0, 16)"
+    scale = torch.where(expected_absmax > 0, expected_absmax, torch.ones_like(expected_absmax)).unsqueeze(1)
+    normalised = (blocks / scale).reshape(-1)
+    dist = (normalised.unsqueeze(-1) - NF4).abs()
+    chosen = dist.gather(1, codes.long().unsqueeze(1)).squeeze(1)
+    worst = int((chosen - dist.min(1).values).argmax())
+    assert float((chosen - dist.min(1).values).max()) <= 1e-6, (
+        f"code {int(codes[worst])} at index {worst} is not the nearest NF4 level to {float(normalised[worst]):.6g} "
+        f"(nearest: {int(dist[worst].argmin())}); codes index the ascending NF4_CODE table")
+
+
+@pytest.mark.weight(3)
+@given(rows=st.integers(1, 6), block=st.sampled_from([16, 32, 64]), scale=st.sampled_from([0.01, 1.0, 30.0]),
+       seed=st.integers(0, 2**31 - 1))
+def test_nf4_quantize_picks_the_nearest_level_per_block(impl, rows, block, scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = randn(rows, 64, generator=g, scale=scale) * (torch.rand(rows, 1, generator=g) * 4 + 0.1)
+    codes, absmax = impl(MODULE).nf4_quantize(w, block_size=block)
+    check_nf4_codes(w, codes, absmax, block)
+
+
+@pytest.mark.weight(2)
+def test_nf4_blocks_are_independent(impl, gen):
+    """One huge outlier ruins only its own block's resolution."""
+    m = impl(MODULE)
+    w = randn(4, 64, generator=gen)
+    w[0, 3] = 1000.0
+    codes, absmax = m.nf4_quantize(w, block_size=64)
+    check_nf4_codes(w, codes, absmax, 64)
+    deq = m.nf4_dequantize(codes, absmax, (4, 64), block_size=64)
+    err = (deq - w).abs()[1:].max()
+    assert float(err) <= 0.2 * float(w[1:].abs().max()), \
+        f"blocks without the outlier lost their resolution (max error {float(err):.3g}): absmax must be per block"
+
+
+@pytest.mark.weight(2)
+@given(shape=st.sampled_from([(8, 16), (2, 3, 32), (128,)]), block=st.sampled_from([16, 32]), seed=st.integers(0, 2**31 - 1))
+def test_nf4_dequantize_inverts_the_table_lookup(impl, shape, block, seed):
+    m = impl(MODULE)
+    g = torch.Generator().manual_seed(seed)
+    w = randn(*shape, generator=g)
+    codes, absmax = m.nf4_quantize(w, block_size=block)
+    got = m.nf4_dequantize(codes, absmax, shape, block_size=block)
+    expected = (NF4[codes.long()].view(-1, block) * absmax.double().unsqueeze(1)).reshape(shape)
+    assert_close(got, expected.float(), name="dequantised weight", mistakes={
+        "codes taken as offsets from 8 (symmetric int4) instead of table indices":
+            lambda: ((codes.float() - 8) / 7).view(-1, block).mul(absmax.unsqueeze(1)).reshape(shape)})
+    # the worst case is half the widest gap between neighbouring levels (between -1 and -0.696)
+    bound = (0.5 * (NF4[1] - NF4[0]) * absmax.double()).repeat_interleave(block).reshape(shape)
+    assert bool(((got.double() - w.double()).abs() <= bound + 1e-6).all()), "an NF4 round trip moved a value by more than half a level gap"
+
+
+def test_nf4_of_a_zero_block_is_zero(impl):
+    m = impl(MODULE)
+    w = torch.cat([torch.zeros(16), torch.linspace(-1, 1, 16)])
+    codes, absmax = m.nf4_quantize(w, block_size=16)
+    assert_equal(codes[:16], torch.full((16,), 7, dtype=torch.uint8), name="codes of a zero block (level 0.0 = 7)")
+    deq = m.nf4_dequantize(codes, absmax, (32,), block_size=16)
+    assert_close(deq[:16], torch.zeros(16), name="dequantised zero block")
+
+
+@pytest.mark.parametrize("numel,block", [(100, 64), (64, 0), (48, 32)], ids=["not-dividing", "zero", "not-dividing-2"])
+def test_nf4_bad_block_size_raises_value_error(impl, numel, block):
+    with pytest.raises(ValueError):
+        impl(MODULE).nf4_quantize(torch.ones(numel), block_size=block)
