@@ -68,11 +68,16 @@ def test_a_full_last_block_stays_shared_and_a_fitting_append_needs_no_free_block
     cache.append(1, *kv(2, gen))  # a new block; the full shared block is not copied
     assert cache.block_table(1)[0] == shared[0] and cache.ref_count(shared[0]) == 2, \
         "copy-on-write of a full last block: the append starts a new block, the full block stays shared"
-    cache.append(0, *kv(1, gen))  # takes the last free block
+    append_that_fits(cache, 0, 1, gen)  # takes the last free block
     assert cache.num_free_blocks() == 0
     assert cache.blocks_needed(1, 2) == 0, "2 tokens fit in the 2 free slots of the last block: 0 blocks needed"
+    append_that_fits(cache, 1, 2, gen)
+
+
+def append_that_fits(cache, seq, t, gen):
+    needed, free = cache.blocks_needed(seq, t), cache.num_free_blocks()
     try:
-        cache.append(1, *kv(2, gen))
+        cache.append(seq, *kv(t, gen))
     except MemoryError:
-        pytest.fail("append refused 2 tokens that fit in the current block with 0 blocks needed and 0 free: "
-                    "refuse only when blocks_needed > free blocks (not >=)")
+        pytest.fail(f"append of {t} tokens needing {needed} blocks was refused with {free} free: "
+                    f"refuse only when blocks_needed > free blocks (not >=)")
