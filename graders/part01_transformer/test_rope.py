@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn
+from infralab.testing import Mismatch, assert_close, randn
 
 MODULE = "part01_transformer.rope"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -45,8 +45,9 @@ def reference_inv_freq(d, base, scaling=None, seq_len=None):
     return torch.tensor(thetas, dtype=torch.float64).float(), scaling_out
 
 
-def yarn_reference(thetas, d, base, s):
-    factor, context = s["factor"], s["original_max_position_embeddings"]
+def yarn_bounds(d, base, s):
+    """YaRN's ramp bounds (low, high) before the clamps (truncated unless truncate=False)."""
+    context = s["original_max_position_embeddings"]
 
     def pair_index_for(rotations):  # the pair whose wavelength makes `rotations` turns in `context`
         return d * math.log(context / (rotations * 2 * math.pi)) / (2 * math.log(base))
@@ -54,6 +55,12 @@ def yarn_reference(thetas, d, base, s):
     low, high = pair_index_for(s.get("beta_fast", 32)), pair_index_for(s.get("beta_slow", 1))
     if s.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
+    return low, high
+
+
+def yarn_reference(thetas, d, base, s):
+    factor = s["factor"]
+    low, high = yarn_bounds(d, base, s)
     low, high = max(low, 0), min(high, d - 1)
     if low == high:
         high += 0.001
@@ -101,7 +108,19 @@ def inv_freq_mistakes(d, base, scaling, seq_len=None):
     if s["type"] == "yarn":
         out["YaRN ramp reversed (fast pairs interpolated, slow pairs kept)"] = \
             lambda: reference_inv_freq(d, base, dict(s, beta_fast=s.get("beta_slow", 1), beta_slow=s.get("beta_fast", 32)))[0]
+        low, high = yarn_bounds(d, base, s)
+        out[f"YaRN's lower bound not clamped at 0 (low = {low}, use max(low, 0))"] = \
+            lambda: yarn_with_bounds(d, base, s, low, max(min(high, d - 1), low + 0.001))
+        out[f"YaRN's upper bound not clamped at D - 1 (high = {high}, use min(high, D - 1))"] = \
+            lambda: yarn_with_bounds(d, base, s, max(low, 0), high)
     return out
+
+
+def yarn_with_bounds(d, base, s, low, high):
+    """YaRN's inverse frequencies with the ramp between the given bounds (for the mistakes)."""
+    theta = [plain_theta(i, d, base) for i in range(d // 2)]
+    ramp = [min(max((i - low) / (high - low), 0.0), 1.0) for i in range(d // 2)]
+    return torch.tensor([t * (1 - r) + t / s["factor"] * r for t, r in zip(theta, ramp)], dtype=torch.float64).float()
 
 
 def check_inv_freq(rope, d, base, scaling, seq_len=None):
@@ -155,6 +174,48 @@ YARN_CONFIGS = [
 @pytest.mark.parametrize("d,base", [(64, 10000.0), (128, 1e6)])
 def test_yarn_frequencies_and_attention_scaling(impl, scaling, d, base):
     check_inv_freq(impl(MODULE), d, base, scaling)
+
+
+YARN_EDGES = [  # (d, base, scaling, what it reaches, the unclamped bounds reach it)
+    (64, 10000.0, {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128},
+     "low < 0: clamped to 0", lambda low, high, d: low < 0),
+    (16, 10.0, {"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 768},
+     "high > D - 1 (a small base): clamped to D - 1", lambda low, high, d: high > d - 1 and max(low, 0) < d // 2 - 1),
+    (64, 10000.0, {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 384, "beta_fast": 128,
+                   "beta_slow": 64},
+     "low == high == 0 after the clamps: the ramp's 0 / 0 guard", lambda low, high, d: max(low, 0) == min(high, d - 1) == 0),
+]
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("d,base,scaling,state,reached", YARN_EDGES, ids=["low-below-0", "high-above-D-1", "low-equals-high"])
+def test_yarn_bounds_are_clamped_and_guarded(impl, d, base, scaling, state, reached):
+    assert reached(*yarn_bounds(d, base, scaling), d), f"the test's YaRN config no longer reaches {state}"
+    got, _ = impl(MODULE).rope_inv_freq(d, base=base, scaling=scaling)
+    if isinstance(got, torch.Tensor) and bool(torch.isnan(got).any()) and "guard" in state:
+        raise Mismatch(f"inv_freq for {scaling}: NaN at pairs {torch.isnan(got).nonzero().flatten().tolist()}",
+                       "YaRN's ramp divides by high - low without the guard: when low == high, add 0.001 to high")
+    check_inv_freq(impl(MODULE), d, base, scaling)
+
+
+def test_rope_inv_freq_defaults_to_base_10000_without_scaling(impl):
+    d = 64
+    got, scaling = impl(MODULE).rope_inv_freq(d)
+    assert_close(got, reference_inv_freq(d, 10000.0)[0], name="inv_freq with the default base",
+                 mistakes={f"the default base is {b:g}, not 10000": reference_inv_freq(d, b)[0]
+                           for b in (500000.0, 1e6, 1e5, 1000.0)})
+    assert scaling == 1.0, f"attention_scaling without scaling must be 1.0, got {scaling!r}"
+
+
+def test_rope_cos_sin_defaults_to_no_offset_and_no_scaling(impl):
+    inv_freq = reference_inv_freq(16, 10000.0)[0]
+    got = impl(MODULE).rope_cos_sin(inv_freq, 12)
+    assert isinstance(got, tuple) and len(got) == 2, "rope_cos_sin must return the tuple (cos, sin)"
+    cos, sin = reference_cos_sin(inv_freq, 12, 0, 1.0)
+    default = got[0][0, 0].item() if isinstance(got[0], torch.Tensor) and got[0].dim() == 2 else float("nan")
+    for k, (name, want) in enumerate((("cos", cos), ("sin", sin))):
+        assert_close(got[k], want, name=f"{name} with the default offset and attention_scaling",
+                     mistakes={f"the default attention_scaling is {default:.6g}, not 1.0": want * default})
 
 
 LLAMA3_CONFIGS = [

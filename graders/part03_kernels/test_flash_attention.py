@@ -116,6 +116,30 @@ def test_flash_attention_probabilities_rebuilt_from_lse_reproduce_o(impl, gen):
     assert_close(o, (p @ v.double()).float(), name="o against exp(s - lse) @ v", rtol=1e-4, atol=1e-4)
 
 
+def seq_major(b, h, s, d, dtype, gen):
+    """A (B, H, S, D) view of a (B, S, H, D) buffer: the layout of a KV cache written token by token."""
+    return randn(b, s, h, d, dtype=dtype, generator=gen).transpose(1, 2)
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("layout", ["k-seq-major", "v-seq-major"])
+def test_flash_attention_reads_k_and_v_through_their_own_strides(impl, gen, dtype, layout):
+    """K and V with different strides (one a transposed view, one contiguous): each must be
+    addressed with its own batch, head and sequence strides."""
+    q = randn(2, 2, 20, 16, dtype=dtype, generator=gen)
+    contiguous = randn(2, 2, 45, 16, dtype=dtype, generator=gen)
+    k, v = (seq_major(2, 2, 45, 16, dtype, gen), contiguous) if layout == "k-seq-major" else \
+        (contiguous, seq_major(2, 2, 45, 16, dtype, gen))
+    assert k.stride() != v.stride()
+    o, _ = impl(MODULE).flash_attention(q, k, v, causal=True)
+    want, _ = attention(q, k, v, True, 0.25)
+    v_as_k = torch.as_strided(v, v.shape, k.stride(), v.storage_offset())  # V's memory read with K's strides
+    assert_close(o, want, name="o", reduction=45,
+                 mistakes={"V addressed with K's strides (stride_kb/kh/kn instead of stride_vb/vh/vn)":
+                           lambda: attention(q, k, v_as_k, True, 0.25)[0]})
+
+
 def test_flash_attention_rejects_causal_with_fewer_keys_than_queries(impl, gen):
     q, k = randn(1, 1, 20, 16, generator=gen), randn(1, 1, 10, 16, generator=gen)
     with pytest.raises(ValueError):

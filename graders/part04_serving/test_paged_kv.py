@@ -92,6 +92,120 @@ def test_failed_append_leaves_the_cache_unchanged(impl, gen):
     assert_unchanged(before, snapshot(cache, [0, 1], 3), "a failed append")
 
 
+SHORT_FORK = "copy-on-write skipped for a fork shorter than one block: the shared, partly filled last block " \
+             "(here the sequence's only block) must be copied before either sequence appends into it"
+FULL_BLOCK_COPY = "copy-on-write of a full last block: the append starts a new block anyway, so nothing is copied " \
+                  "and the full blocks stay shared"
+IGNORES_ROOM = "blocks_needed ignores the room left in the last block (counts ceil(num_tokens / block_size))"
+REFUSES_FITTING = "append refuses when blocks_needed >= free blocks (it must refuse only when blocks_needed > free)"
+
+
+def needed_blocks(length, t, block_size, last_block_shared):
+    """Blocks an append of ``t`` tokens takes from the free list: new blocks, plus one copy when
+    the last block is shared and partly filled."""
+    cow = int(bool(length % block_size) and last_block_shared)
+    return cow + -(-(length + t) // block_size) - -(-length // block_size)
+
+
+def check_blocks_needed(cache, seq, t, block_size):
+    table, length = cache.block_table(seq), cache.seq_len(seq)
+    shared = bool(table) and cache.ref_count(table[-1]) > 1
+    want, got = needed_blocks(length, t, block_size, shared), cache.blocks_needed(seq, t)
+    if got == want:
+        return want
+    cow = int(bool(length % block_size) and shared)
+    no_copy = needed_blocks(length, t, block_size, False)
+    known = [(cow + -(-t // block_size), IGNORES_ROOM),
+             (no_copy, SHORT_FORK if length < block_size else "blocks_needed does not count the copy of a "
+                                                                 "shared, partly filled last block"),
+             (int(shared) + -(-(length + t) // block_size) - len(table), FULL_BLOCK_COPY)]
+    raise Mismatch(f"blocks_needed({seq}, {t}) with {length} tokens in blocks of {block_size} "
+                   f"(last block {'shared' if shared else 'not shared'}): expected {want}, got {got}",
+                   next((why for value, why in known if value == got), None))
+
+
+def append_that_fits(cache, seq, k, v, what):
+    """``append`` that must succeed (the free list holds what it needs)."""
+    free = cache.num_free_blocks()
+    try:
+        return cache.append(seq, k, v)
+    except MemoryError as e:
+        at_the_boundary = cache.num_free_blocks() == free == cache.blocks_needed(seq, k.shape[0])
+        raise Mismatch(f"{what}: append of {k.shape[0]} tokens raised MemoryError ({e}) with {free} blocks free, "
+                       f"enough for it", REFUSES_FITTING if at_the_boundary else None) from None
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("writer", ["parent", "child"])
+@pytest.mark.parametrize("length", [1, 3])
+def test_append_after_forking_a_sequence_shorter_than_one_block_copies_it(impl, gen, writer, length):
+    cache = impl(MODULE).PagedKVCache(4, 4, HEADS, DIM)
+    cache.add_sequence(0)
+    k0, v0 = tokens(length, gen)
+    cache.append(0, k0, v0)
+    cache.fork(0, 1)
+    (shared,) = cache.block_table(0)
+    who, other = (0, 1) if writer == "parent" else (1, 0)
+    check_blocks_needed(cache, who, 1, 4)
+    k1, v1 = tokens(1, gen)
+    append_that_fits(cache, who, k1, v1, f"the {writer}'s append after a fork of {length} tokens")
+    got_k, got_v = cache.gather(other)
+    if cache.block_table(who) == [shared] or not torch.equal(got_k[:length], k0):
+        raise Mismatch(f"after a fork of {length} tokens (less than one block of 4), the {writer} appended into the "
+                       f"block it shares (block table {cache.block_table(who)}, shared block {shared}); the other "
+                       f"sequence now reads K {got_k.shape[0]} tokens long", SHORT_FORK)
+    assert_close(got_k, k0, name=f"K of the sequence that did not append")
+    assert_close(got_v, v0, name=f"V of the sequence that did not append")
+    assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=f"K of the {writer}")
+    assert [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])] == [1, 1], \
+        "after the copy, the old and the new block each belong to one sequence"
+    assert cache.num_free_blocks() == 2, f"1 block + 1 copy taken from 4, yet {cache.num_free_blocks()} are free"
+
+
+@pytest.mark.weight(2)
+def test_append_after_a_fork_at_a_block_boundary_copies_nothing(impl, gen):
+    cache = impl(MODULE).PagedKVCache(5, 4, HEADS, DIM)
+    cache.add_sequence(0)
+    k0, v0 = tokens(8, gen)
+    cache.append(0, k0, v0)
+    cache.fork(0, 1)
+    full = cache.block_table(0)
+    assert check_blocks_needed(cache, 1, 1, 4) == 1
+    k1, v1 = tokens(1, gen)
+    append_that_fits(cache, 1, k1, v1, "the child's append after a fork at a block boundary")
+    table = cache.block_table(1)
+    if table[:2] != full or cache.num_free_blocks() != 2:
+        raise Mismatch(f"the child's append after a fork of 2 full blocks {full}: child's table {table}, "
+                       f"{cache.num_free_blocks()} blocks free (expected {full} + 1 new block, 2 free)",
+                       FULL_BLOCK_COPY if table[:2] != full else None)
+    assert [cache.ref_count(b) for b in full] == [2, 2], "the full blocks stay shared by parent and child"
+    assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
+    assert_close(cache.gather(0)[0], k0, name="parent's K")
+
+
+@pytest.mark.weight(2)
+def test_append_that_fits_the_last_block_needs_no_free_block(impl, gen):
+    cache = impl(MODULE).PagedKVCache(2, 4, HEADS, DIM)
+    cache.add_sequence(0)
+    k, v = tokens(5, gen)
+    cache.append(0, k, v)  # 2 blocks, none free; 3 slots left in the last one
+    assert check_blocks_needed(cache, 0, 3, 4) == 0
+    k1, v1 = tokens(3, gen)
+    append_that_fits(cache, 0, k1, v1, "with no free block, 3 tokens into the 3 free slots of the last block")
+    assert_close(cache.gather(0)[0], torch.cat([k, k1]), name="K after filling the last block")
+    with pytest.raises(MemoryError):
+        cache.append(0, *tokens(1, gen))  # the pool is full now
+
+
+def test_append_may_take_the_last_free_block(impl, gen):
+    cache = impl(MODULE).PagedKVCache(3, 2, HEADS, DIM)
+    cache.add_sequence(0)
+    cache.append(0, *tokens(3, gen))  # 2 blocks, 1 free
+    assert check_blocks_needed(cache, 0, 3, 2) == 1
+    append_that_fits(cache, 0, *tokens(3, gen), "3 tokens needing the 1 free block")
+    assert cache.num_free_blocks() == 0
+
+
 def test_free_returns_only_unshared_blocks(impl, gen):
     cache = impl(MODULE).PagedKVCache(6, 2, HEADS, DIM)
     cache.add_sequence(0)
@@ -119,17 +233,26 @@ def test_errors_are_built_in_types(impl, gen):
 
 
 class CacheMachine(RuleBasedStateMachine):
-    """Random operations; the model is the list of tokens each live sequence holds."""
+    """Random operations; the model is the list of tokens each live sequence holds.
+
+    Hypothesis runs derandomised under ``--seed``, so the states that matter are reached on
+    purpose, not by luck: every run starts from a fork of a sequence shorter than one block (or
+    of a full block), block sizes include 1 (never a partial block) and the pool is small
+    enough to run dry; rules fill a last block exactly and append single tokens (decoding)."""
 
     make_cache = None  # set by the test: a function building the implementation's PagedKVCache
-    NUM_BLOCKS, BLOCK_SIZE = 7, 3
 
-    @initialize()
-    def start(self):
-        self.cache = type(self).make_cache(self.NUM_BLOCKS, self.BLOCK_SIZE, HEADS, DIM)
+    @initialize(block_size=st.sampled_from([2, 3, 4, 1]), num_blocks=st.integers(3, 7),
+                first=st.integers(1, 4))
+    def start(self, block_size, num_blocks, first):
+        self.block_size, self.num_blocks = block_size, num_blocks
+        self.cache = type(self).make_cache(num_blocks, block_size, HEADS, DIM)
         self.model: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.next_id = 0
         self.gen = torch.Generator().manual_seed(0)
+        self.add()
+        self.append_tokens(0, min(first, block_size))  # one block at most: shorter than a block, or full
+        self.fork(0)
 
     @rule()
     def add(self):
@@ -137,30 +260,52 @@ class CacheMachine(RuleBasedStateMachine):
         self.model[self.next_id] = (torch.zeros(0, HEADS, DIM), torch.zeros(0, HEADS, DIM))
         self.next_id += 1
 
-    @precondition(lambda self: self.model)
-    @rule(pick=st.integers(0, 99), t=st.integers(1, 5))
-    def append(self, pick, t):
-        seq = sorted(self.model)[pick % len(self.model)]
+    def pick(self, pick):
+        return sorted(self.model)[pick % len(self.model)]
+
+    def append_tokens(self, seq, t):
         k, v = tokens(t, self.gen)
         table, length = self.cache.block_table(seq), self.cache.seq_len(seq)
-        shared_partial = length % self.BLOCK_SIZE and self.cache.ref_count(table[-1]) > 1
-        need = int(bool(shared_partial)) + -(-(length + t) // self.BLOCK_SIZE) - len(table)
-        if need > self.cache.num_free_blocks():
-            before = snapshot(self.cache, sorted(self.model), self.NUM_BLOCKS)
+        need = check_blocks_needed(self.cache, seq, t, self.block_size)
+        before = snapshot(self.cache, sorted(self.model), self.num_blocks)
+        if need > before["free"]:
             try:
                 self.cache.append(seq, k, v)
             except MemoryError:
-                assert_unchanged(before, snapshot(self.cache, sorted(self.model), self.NUM_BLOCKS), "a failed append")
+                assert_unchanged(before, snapshot(self.cache, sorted(self.model), self.num_blocks), "a failed append")
                 return
             raise Mismatch(f"append of {t} tokens needed {need} blocks with {before['free']} free, yet did not raise MemoryError")
-        self.cache.append(seq, k, v)
+        append_that_fits(self.cache, seq, k, v, f"sequence {seq} of {length} tokens")
+        kept = length // self.block_size  # full blocks before the append: never copied, never moved
+        after = self.cache.block_table(seq)
+        if after[:kept] != table[:kept]:
+            raise Mismatch(f"append to sequence {seq} changed its full blocks: {table} -> {after}", FULL_BLOCK_COPY)
+        if self.cache.num_free_blocks() != before["free"] - need:
+            raise Mismatch(f"append of {t} tokens to sequence {seq} ({length} tokens, table {table}) took "
+                           f"{before['free'] - self.cache.num_free_blocks()} blocks from the free list, expected {need}")
         mk, mv = self.model[seq]
         self.model[seq] = (torch.cat([mk, k]), torch.cat([mv, v]))
 
     @precondition(lambda self: self.model)
+    @rule(pick=st.integers(0, 99), t=st.integers(1, 5))
+    def append(self, pick, t):
+        self.append_tokens(self.pick(pick), t)
+
+    @precondition(lambda self: self.model)
+    @rule(pick=st.integers(0, 99))
+    def decode_one_token(self, pick):
+        self.append_tokens(self.pick(pick), 1)
+
+    @precondition(lambda self: self.model)
+    @rule(pick=st.integers(0, 99))
+    def fill_the_last_block(self, pick):
+        seq = self.pick(pick)
+        self.append_tokens(seq, self.block_size - self.cache.seq_len(seq) % self.block_size)
+
+    @precondition(lambda self: self.model)
     @rule(pick=st.integers(0, 99))
     def fork(self, pick):
-        parent = sorted(self.model)[pick % len(self.model)]
+        parent = self.pick(pick)
         self.cache.fork(parent, self.next_id)
         self.model[self.next_id] = self.model[parent]
         self.next_id += 1
@@ -168,7 +313,7 @@ class CacheMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(pick=st.integers(0, 99))
     def free(self, pick):
-        seq = sorted(self.model)[pick % len(self.model)]
+        seq = self.pick(pick)
         self.cache.free(seq)
         del self.model[seq]
 
@@ -177,13 +322,13 @@ class CacheMachine(RuleBasedStateMachine):
         if not hasattr(self, "cache"):
             return
         tables = [self.cache.block_table(s) for s in self.model]
-        for b in range(self.NUM_BLOCKS):
+        for b in range(self.num_blocks):
             holders = sum(t.count(b) for t in tables)
             if self.cache.ref_count(b) != holders:
                 raise Mismatch(f"block {b} has ref_count {self.cache.ref_count(b)} but {holders} tables hold it")
         used = {b for t in tables for b in t}
-        assert self.cache.num_free_blocks() == self.NUM_BLOCKS - len(used), \
-            f"{self.cache.num_free_blocks()} free blocks, but {len(used)} of {self.NUM_BLOCKS} are in use"
+        assert self.cache.num_free_blocks() == self.num_blocks - len(used), \
+            f"{self.cache.num_free_blocks()} free blocks, but {len(used)} of {self.num_blocks} are in use"
 
     @invariant()
     def every_sequence_reads_back_what_it_appended(self):
@@ -192,8 +337,8 @@ class CacheMachine(RuleBasedStateMachine):
         for s, (k, v) in self.model.items():
             assert self.cache.seq_len(s) == k.shape[0]
             table = self.cache.block_table(s)
-            assert len(table) == -(-k.shape[0] // self.BLOCK_SIZE), f"sequence {s}: table of {len(table)} blocks"
-            assert_equal(self.cache.slot_mapping(s), expected_slots(table, k.shape[0], self.BLOCK_SIZE),
+            assert len(table) == -(-k.shape[0] // self.block_size), f"sequence {s}: table of {len(table)} blocks"
+            assert_equal(self.cache.slot_mapping(s), expected_slots(table, k.shape[0], self.block_size),
                          name=f"slot_mapping of sequence {s}")
             got_k, got_v = self.cache.gather(s)
             assert_close(got_k, k, name=f"K of sequence {s} (did another sequence write into a block it shares?)")

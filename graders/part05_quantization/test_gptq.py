@@ -312,3 +312,104 @@ def test_invalid_group_and_block_sizes_raise_value_error(impl, gen, kwargs):
     w, x = randn(4, 64, generator=gen), randn(16, 64, generator=gen)
     with pytest.raises(ValueError):
         impl(MODULE).gptq_quantize(w, x, bits=4, **kwargs)
+
+
+# ---- edge groups and defaults -------------------------------------------------------------------
+
+def one_signed_and_zero_groups(g, out=4, group=8):
+    """(out, 4 * group) weights whose groups are: all zero, all positive, all negative, mixed."""
+    w = randn(out, 4 * group, generator=g, scale=0.02)
+    w[:, :group] = 0.0
+    w[:, group:2 * group] = w[:, group:2 * group].abs() + 0.01
+    w[:, 2 * group:3 * group] = -w[:, 2 * group:3 * group].abs() - 0.01
+    return w
+
+
+def asym_params_mistakes(w, bits, group):
+    """Per-group (scales, zeros) of the known asymmetric-range mistakes, as two (out, G) tensors."""
+    top = 2 ** bits - 1
+    blocks = w.reshape(w.shape[0], -1, group)
+    lo, hi = blocks.amin(2), blocks.amax(2)
+    plain = (hi - lo).masked_fill(hi == lo, 2.0) / top
+    unguarded = hi.clamp(min=0) - lo.clamp(max=0)
+    return {
+        "the asymmetric range is the group's [min, max], not widened to include 0 (lo = min(min(x), 0), "
+        "hi = max(max(x), 0))": plain,
+        "an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1 (scale 0 otherwise)":
+            unguarded / top,
+    }
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("bits", [4, 3])
+def test_asymmetric_groups_that_are_all_zero_or_one_signed(impl, gen, bits):
+    w = one_signed_and_zero_groups(gen)
+    m = impl(MODULE)
+    codes, scales, zeros, g_idx = m.quantize_rtn(w, bits=bits, group_size=8, sym=False)
+    e = reference_gptq(w, torch.eye(w.shape[1]), bits, 8, sym=False, feedback=False)
+    assert_close(scales, e[1], name="RTN scales of the groups (all zero, all positive, all negative, mixed)",
+                 mistakes=asym_params_mistakes(w, bits, 8))
+    assert_equal(zeros, e[2], name="RTN zero points of the groups (all zero, all positive, all negative, mixed)")
+    assert_equal(codes, e[0], name="RTN codes")
+    x = correlated_inputs(gen, 64, w.shape[1])
+    got = m.gptq_quantize(w, x, bits=bits, group_size=8, block_size=8, sym=False)
+    assert_all_finite_params(got)
+    check_against_reference(got, w, x, bits=bits, gs=8, sym=False)
+
+
+def assert_all_finite_params(got):
+    scales, zeros = got[1], got[2]
+    if isinstance(scales, torch.Tensor) and not bool((scales.isfinite() & (scales > 0)).all()):
+        raise Mismatch(f"scales: {int((~(scales.isfinite() & (scales > 0))).sum())} are zero, negative or not "
+                       f"finite", "an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1")
+
+
+@pytest.mark.weight(2)
+def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
+    """Asymmetric: a one-column group puts its weight exactly on code 0 or 15, no rounding tie.
+    (Symmetric one-column groups sit on the tie w / scale = +-7.5, so only their scales are compared.)"""
+    w = randn(6, 16, generator=gen, scale=0.02)
+    x = correlated_inputs(gen, 64, 16)
+    m = impl(MODULE)
+    try:
+        rtn = m.quantize_rtn(w, bits=4, group_size=1, sym=False)
+        rtn_sym = m.quantize_rtn(w, bits=4, group_size=1, sym=True)
+        got = m.gptq_quantize(w, x, bits=4, group_size=1, block_size=4, sym=False)
+    except ValueError as e:
+        raise Mismatch(f"group_size=1 raised ValueError ({e})",
+                       "group_size=1 (one column per group) is valid: only group_size <= 0 (other than -1) "
+                       "or one not dividing the input dimension is refused") from None
+    e = reference_gptq(w, torch.eye(16), 4, 1, sym=False, feedback=False)
+    assert_close(rtn[1], e[1], name="RTN scales with group_size=1")
+    assert_equal(rtn[0], e[0], name="RTN codes with group_size=1")
+    assert_close(rtn_sym[1], reference_gptq(w, torch.eye(16), 4, 1, feedback=False)[1],
+                 name="symmetric RTN scales with group_size=1")
+    codes, scales, zeros, g_idx = got
+    e_codes, e_scales, _, e_gidx = reference_gptq(w, x, 4, 1, sym=False)
+    assert_equal(g_idx, e_gidx, name="GPTQ g_idx with group_size=1")
+    assert_codes_close(codes, e_codes, name="GPTQ codes with group_size=1")
+    # One asymmetric column per group is lossless (each weight lands on code 0 or 15), so the
+    # error feedback has nothing to pass on: the dequantised weight is the weight.
+    assert_close(dequant(codes, scales, zeros, g_idx), w, name="GPTQ dequantised weight with group_size=1 (lossless)")
+
+
+@pytest.mark.weight(2)
+def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
+    cols = 256  # a multiple of 128, so a default group_size of 128 quantises instead of raising
+    w = randn(4, cols, generator=gen, scale=0.02)
+    x = correlated_inputs(gen, 2 * cols, cols)
+    m = impl(MODULE)
+    for name, got in (("quantize_rtn(weight)", lambda: m.quantize_rtn(w)),
+                      ("gptq_quantize(weight, inputs)", lambda: m.gptq_quantize(w, x))):
+        codes, scales, zeros, g_idx = got()
+        groups = scales.shape[1] if isinstance(scales, torch.Tensor) and scales.dim() == 2 else None
+        if groups != 1:
+            raise Mismatch(f"{name}: scales of shape {tuple(getattr(scales, 'shape', ()))}, expected (4, 1)",
+                           f"the default group_size is {cols // groups}, not -1 (one group per row)"
+                           if groups and cols % groups == 0 else None)
+        if isinstance(codes, torch.Tensor) and int(codes.max()) > 15:
+            raise Mismatch(f"{name}: codes up to {int(codes.max())}, but 4 bits allow 0..15",
+                           f"the default bits is not 4 (codes up to {int(codes.max())} need "
+                           f"{int(codes.max()).bit_length()} bits)")
+        assert_equal(zeros, torch.full((4, 1), 8, dtype=torch.int32), name=f"{name}: zero points (symmetric: 8)")
+    check_against_reference(m.gptq_quantize(w, x), w, x)

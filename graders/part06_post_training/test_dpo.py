@@ -244,3 +244,23 @@ def test_full_pipeline_from_logits_to_loss(impl, gen):
     expected = reference_loss(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2)
     assert_close(m.dpo_loss(pc, pr, rc, rr, beta=0.2), expected, name="loss from logits",
                  mistakes=loss_mistakes(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2))
+
+
+def default_beta_mistakes(make):
+    """The output ``make(beta)`` for betas a student might take as the default."""
+    return {f"the default beta is {b:g}, not 0.1": (lambda b: lambda: make(b))(b) for b in (1.0, 0.5, 0.2, 0.01)}
+
+
+def test_beta_defaults_to_one_tenth(impl, gen):
+    pc, pr, rc, rr = four_logps(gen, 8, scale=5.0)
+    m = impl(MODULE)
+    chosen, rejected, margins = m.dpo_rewards(pc, pr, rc, rr)
+    assert_close(chosen, 0.1 * (pc - rc), name="chosen rewards with the default beta",
+                 mistakes=default_beta_mistakes(lambda b: b * (pc - rc)))
+    assert_close(margins, 0.1 * ((pc - rc) - (pr - rr)), name="reward margins with the default beta",
+                 mistakes=default_beta_mistakes(lambda b: b * ((pc - rc) - (pr - rr))))
+    assert_close(m.dpo_loss(pc, pr, rc, rr), reference_loss(pc, pr, rc, rr, 0.1), name="DPO loss with the default beta",
+                 mistakes=default_beta_mistakes(lambda b: reference_loss(pc, pr, rc, rr, b)))
+    assert_close(m.dpo_loss(pc, pr, rc, rr, loss_type="ipo"), reference_loss(pc, pr, rc, rr, 0.1, "ipo"),
+                 name="IPO loss with the default beta",
+                 mistakes=default_beta_mistakes(lambda b: reference_loss(pc, pr, rc, rr, b, "ipo")))

@@ -1,6 +1,7 @@
 """Visible tests for part01_transformer.rope: run `pytest exercises/part01_transformer -m rope`."""
 import math
 
+import pytest
 import torch
 
 from infralab.testing import assert_close, randn
@@ -13,6 +14,41 @@ def test_default_inverse_frequencies_are_base_to_the_minus_2i_over_d(impl):
     expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
     assert_close(inv_freq, expected, name="inv_freq")
     assert scaling == 1.0, f"attention_scaling without scaling should be 1.0, got {scaling}"
+
+
+def test_defaults_are_base_10000_and_no_attention_scaling(impl):
+    rope = impl(MODULE)
+    inv_freq, _ = rope.rope_inv_freq(8)
+    expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
+    assert_close(inv_freq, expected, name="inv_freq with the default base",
+                 mistakes={"the default base is not 10000": lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
+    cos, sin = rope.rope_cos_sin(expected, 3)
+    assert_close(cos[0], torch.ones(4), name="cos at position 0 with the default attention_scaling",
+                 mistakes={f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0": cos[0]})
+
+
+@pytest.mark.parametrize("d,base,context,beta_fast,beta_slow,ramp,mistake", [
+    (8, 10000.0, 128, 32, 1, [0.0, 0.5, 1.0, 1.0],  # low = floor(-0.2) = -1: clamped to 0
+     ("YaRN's low bound not clamped at 0 (max(low, 0))", [1 / 3, 2 / 3, 1.0, 1.0])),
+    (16, 10.0, 768, 32, 1, [0, 0, 0, 0, 0, 1 / 11, 2 / 11, 3 / 11],  # high = ceil(16.7) = 17: clamped to D - 1 = 15
+     ("YaRN's high bound not clamped at D - 1 (min(high, D - 1))", [0, 0, 0, 0, 0, 1 / 13, 2 / 13, 3 / 13])),
+    (8, 10000.0, 256, 128, 64, [0.0, 1.0, 1.0, 1.0], None),  # low == high == 0: high + 0.001 guards 0 / 0
+], ids=["low-clamped-to-0", "high-clamped-to-D-1", "low-equals-high"])
+def test_yarn_ramp_bounds_are_clamped_and_guarded(impl, d, base, context, beta_fast, beta_slow, ramp, mistake):
+    """inv_freq_i = theta_i * (1 - ramp_i) + theta_i / factor * ramp_i, with the ramp given here."""
+    scaling = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": context,
+               "beta_fast": beta_fast, "beta_slow": beta_slow}
+    got, _ = impl(MODULE).rope_inv_freq(d, base=base, scaling=scaling)
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+    def with_ramp(r):
+        r = torch.tensor(r, dtype=torch.float64)
+        return (theta * (1 - r) + theta / 4.0 * r).float()
+
+    assert not (isinstance(got, torch.Tensor) and got.isnan().any()), \
+        f"YaRN inv_freq for {scaling} has NaN: when low == high the ramp divides 0 by 0; guard it (high += 0.001)"
+    assert_close(got, with_ramp(ramp), name=f"YaRN inv_freq for {scaling}",
+                 mistakes={mistake[0]: with_ramp(mistake[1])} if mistake else None)
 
 
 def test_linear_scaling_divides_the_frequencies(impl):

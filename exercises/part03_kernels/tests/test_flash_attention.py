@@ -21,3 +21,14 @@ def test_flash_attention_lse_is_the_log_sum_exp_of_the_scores(impl, gen):
     _, lse = impl(MODULE).flash_attention(q, k, v)
     scores = q @ k.transpose(-1, -2) / 16 ** 0.5
     assert_close(lse, torch.logsumexp(scores, dim=-1), name="lse")
+
+
+def test_flash_attention_with_k_and_v_in_different_layouts(impl, gen):
+    """K as a (B, H, S, D) view of a (B, S, H, D) buffer, V contiguous: each has its own strides."""
+    q, v = randn(1, 2, 24, 16, generator=gen), randn(1, 2, 40, 16, generator=gen)
+    k = randn(1, 40, 2, 16, generator=gen).transpose(1, 2)
+    o, _ = impl(MODULE).flash_attention(q, k, v)
+    v_as_k = torch.as_strided(v, v.shape, k.stride())
+    assert_close(o, F.scaled_dot_product_attention(q, k, v), name="o",
+                 mistakes={"V addressed with K's strides (use stride_vb/vh/vn for V)":
+                           lambda: F.scaled_dot_product_attention(q, k, v_as_k)})

@@ -41,3 +41,43 @@ def test_out_of_blocks_raises_memory_error(impl, gen):
     cache.add_sequence(0)
     with pytest.raises(MemoryError):
         cache.append(0, *kv(9, gen))
+
+
+def test_append_after_forking_a_sequence_shorter_than_one_block_leaves_the_other_intact(impl, gen):
+    """A fork of 2 tokens shares one partly filled block: whoever appends first must copy it."""
+    cache = impl(MODULE).PagedKVCache(4, 4, 2, 4)
+    cache.add_sequence(0)
+    k0, v0 = kv(2, gen)
+    cache.append(0, k0, v0)
+    cache.fork(0, 1)
+    assert cache.blocks_needed(0, 1) == 1, \
+        "appending to a sequence whose only, partly filled block is shared needs 1 block (the copy-on-write; " \
+        "it is needed for a fork shorter than one block too)"
+    cache.append(0, *kv(1, gen))
+    assert cache.block_table(0) != cache.block_table(1), \
+        "copy-on-write skipped for a fork shorter than one block: the parent wrote into the block its child reads"
+    assert_close(cache.gather(1)[0], k0, name="the child's K after its parent appended")
+
+
+def test_a_full_last_block_stays_shared_and_a_fitting_append_needs_no_free_block(impl, gen):
+    cache = impl(MODULE).PagedKVCache(3, 4, 2, 4)
+    cache.add_sequence(0)
+    cache.append(0, *kv(4, gen))
+    cache.fork(0, 1)
+    shared = cache.block_table(0)
+    cache.append(1, *kv(2, gen))  # a new block; the full shared block is not copied
+    assert cache.block_table(1)[0] == shared[0] and cache.ref_count(shared[0]) == 2, \
+        "copy-on-write of a full last block: the append starts a new block, the full block stays shared"
+    append_that_fits(cache, 0, 1, gen)  # takes the last free block
+    assert cache.num_free_blocks() == 0
+    assert cache.blocks_needed(1, 2) == 0, "2 tokens fit in the 2 free slots of the last block: 0 blocks needed"
+    append_that_fits(cache, 1, 2, gen)
+
+
+def append_that_fits(cache, seq, t, gen):
+    needed, free = cache.blocks_needed(seq, t), cache.num_free_blocks()
+    try:
+        cache.append(seq, *kv(t, gen))
+    except MemoryError:
+        pytest.fail(f"append of {t} tokens needing {needed} blocks was refused with {free} free: "
+                    f"refuse only when blocks_needed > free blocks (not >=)")

@@ -50,3 +50,23 @@ def test_gptq_output_error_is_below_rtn(impl, gen):
 def test_group_size_must_divide_the_input_dimension(impl, gen):
     with pytest.raises(ValueError):
         impl(MODULE).gptq_quantize(randn(4, 30, generator=gen), randn(8, 30, generator=gen), group_size=8)
+
+
+def test_rtn_asymmetric_all_zero_and_one_signed_groups(impl):
+    """Groups of 2: all zero (range [-1, 1]), all positive and all negative (range widened to 0)."""
+    w = torch.tensor([[0.0, 0.0, 1.0, 3.0, -3.0, -1.0]])
+    codes, scales, zeros, _ = impl(MODULE).quantize_rtn(w, bits=4, group_size=2, sym=False)
+    assert_close(scales, torch.tensor([[2 / 15, 0.2, 0.2]]), name="asymmetric scales",
+                 mistakes={"the range is the group's [min, max], not widened to include 0":
+                           torch.tensor([[2 / 15, 2 / 15, 2 / 15]]),
+                           "an all-zero group was not special-cased (lo, hi = -1, 1)": torch.tensor([[0.0, 0.2, 0.2]])})
+    z = int(torch.round(1.0 / (torch.tensor(2.0) / 15)))  # round(-lo / scale) in fp32: 7.4999... -> 7
+    assert_equal(zeros, torch.tensor([[z, 0, 15]], dtype=torch.int32), name="asymmetric zero points")
+    assert_equal(codes, torch.tensor([[z, z, 5, 15, 0, 10]], dtype=torch.uint8), name="asymmetric codes")
+
+
+def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
+    codes, scales, zeros, _ = impl(MODULE).quantize_rtn(randn(3, 256, generator=gen))
+    assert tuple(scales.shape) == (3, 1), f"default group_size is -1 (one group per row): scales {tuple(scales.shape)}"
+    assert int(codes.max()) <= 15, f"default bits is 4 (codes 0..15), got codes up to {int(codes.max())}"
+    assert_equal(zeros, torch.full((3, 1), 8, dtype=torch.int32), name="default symmetric zero points")

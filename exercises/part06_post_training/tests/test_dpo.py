@@ -61,3 +61,10 @@ def test_unknown_loss_type_raises_value_error(impl):
     x = torch.zeros(2)
     with pytest.raises(ValueError):
         impl(MODULE).dpo_loss(x, x, x, x, loss_type="hinge")
+
+
+def test_beta_defaults_to_one_tenth(impl, gen):
+    pc, pr, rc, rr = (randn(5, generator=gen, scale=5.0) for _ in range(4))
+    h = (pc - rc) - (pr - rr)
+    assert_close(impl(MODULE).dpo_loss(pc, pr, rc, rr), -F.logsigmoid(0.1 * h), name="DPO loss with the default beta",
+                 mistakes={f"the default beta is {b:g}, not 0.1": -F.logsigmoid(b * h) for b in (1.0, 0.5)})
