@@ -154,8 +154,8 @@ def test_append_after_forking_a_sequence_shorter_than_one_block_copies_it(impl, 
         raise Mismatch(f"after a fork of {length} tokens (less than one block of 4), the {writer} appended into the "
                        f"block it shares (block table {cache.block_table(who)}, shared block {shared}); the other "
                        f"sequence now reads K {got_k.shape[0]} tokens long", SHORT_FORK)
-    assert_close(got_k, k0, name=f"K of the sequence that did not append")
-    assert_close(got_v, v0, name=f"V of the sequence that did not append")
+    assert_close(got_k, k0, name="K of the sequence that did not append")
+    assert_close(got_v, v0, name="V of the sequence that did not append")
     assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=f"K of the {writer}")
     assert [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])] == [1, 1], \
         "after the copy, the old and the new block each belong to one sequence"
