@@ -27,6 +27,8 @@ from infralab.errors import InfralabError, TargetError
 from infralab.record import TestResult, build_record, write_record
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 
+pytest_plugins = ("infralab.golden",)  # the golden fixture and --update-golden of visible tests
+
 _STATE = pytest.StashKey["_State"]()
 
 
