@@ -171,21 +171,20 @@ def fingerprint(value: Any) -> Any:
         return {"ref": value.name}
     if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
-        head = {"shape": list(t.shape), "dtype": str(t.dtype)}
+        head = f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}"
         if t.numel() == 0:
-            return head
+            return {"tensor": head}
         flat = t.flatten()
         if not t.is_floating_point():
             x = flat.to(torch.int64)
-            w = torch.arange(1, x.numel() + 1, dtype=torch.int64)
-            return {**head, "sum": int(x.sum()), "wsum": int((x * w).sum())}
+            return {"tensor": head, "ints": [int(x.sum()), int((x * torch.arange(1, x.numel() + 1)).sum())]}
         x = flat.double()
         finite = torch.isfinite(x)
         w = torch.arange(1, x.numel() + 1, dtype=torch.float64) / x.numel()
         xf = torch.where(finite, x, torch.zeros_like(x))
-        nonfinite = torch.where(finite, torch.zeros_like(x), torch.sign(x.nan_to_num(nan=2.0)) * w)
-        return {**head, "sum": float(xf.sum()), "abs": float(xf.abs().sum()), "wsum": float((xf * w).sum()),
-                "nonfinite": float(nonfinite.abs().sum() + nonfinite.sum())}
+        nonfinite = torch.where(finite, torch.zeros_like(x), torch.sign(x.nan_to_num(nan=2.0)) + 3.0) * w
+        moments = (xf.sum(), xf.abs().sum(), (xf * w).sum(), nonfinite.sum())
+        return {"tensor": head, "moments": [float(f"{float(m):.10g}") for m in moments]}
     if isinstance(value, dict):
         return {"dict": {str(k): fingerprint(v) for k, v in value.items()}}
     if isinstance(value, (list, tuple)):
@@ -200,10 +199,11 @@ def fingerprint(value: Any) -> Any:
 
 def _fingerprints_agree(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
-        if "abs" in a and "abs" in b:  # float tensor moments
-            scale = 1e-6 * (a["abs"] + 1.0)
-            return a["shape"] == b["shape"] and a["dtype"] == b["dtype"] and a["nonfinite"] == b["nonfinite"] \
-                and all(abs(a[k] - b[k]) <= scale for k in ("sum", "abs", "wsum"))
+        if "moments" in a and "moments" in b:  # float tensors: sum, sum of |x|, weighted sum, non-finite positions
+            (s1, a1, w1, n1), (s2, a2, w2, n2) = a["moments"], b["moments"]
+            scale = 1e-6 * (a1 + 1.0)
+            return a["tensor"] == b["tensor"] and math.isclose(n1, n2, rel_tol=1e-9) \
+                and all(abs(u - v) <= scale for u, v in ((s1, s2), (a1, a2), (w1, w2)))
         return a.keys() == b.keys() and all(_fingerprints_agree(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_fingerprints_agree(x, y) for x, y in zip(a, b))
@@ -259,15 +259,15 @@ class GoldenCase:
         return self._module
 
     def attribute(self, name: str) -> Any:
+        recorded = (self.recorded or {}).get("constants", {})
         if self.mode == "replay":
-            constants = (self.recorded or {}).get("constants", {})
-            return constants[name] if name in constants else _Ref(self, name)
+            return _decode(recorded[name], self.store.tensors) if name in recorded else _Ref(self, name)
         real = getattr(self._real(), name)
         if callable(real):
             return _Ref(self, name)
-        self.constants[name] = real
-        if self.mode == "verify" and (self.recorded is None or not _same(self.recorded.get("constants", {}).get(name),
-                                                                          real)):
+        self.constants[name] = _encode(real, f"{self.key}/{name}", self.tensors)
+        if self.mode == "verify" and (name not in recorded or not _same(_decode(recorded[name], self.store.tensors),
+                                                                         real)):
             raise self._stale(tr("golden.constant", name=name))
         return real
 
@@ -281,7 +281,8 @@ class GoldenCase:
         if self.mode != "update":
             if old is None or old["name"] != name:
                 raise self._stale(tr("golden.no_call", index=index + 1, name=name))
-            if not _fingerprints_agree(old["args"], prints):
+            old_args = old["args"] if "same_as" not in old else recorded[old["same_as"]]["args"]
+            if not _fingerprints_agree(old_args, prints):
                 raise self._stale(tr("golden.inputs", index=index + 1, name=name))
         if self.mode == "replay":
             return _decode(old["value"], self.store.tensors)
@@ -294,7 +295,11 @@ class GoldenCase:
 
     def save(self) -> None:
         """Update mode: replace this test's recording in the store."""
-        self.store.tests[self.key] = {"seed": self.seed, "constants": self.constants, "calls": self.calls}
+        calls = []
+        for i, call in enumerate(self.calls):
+            same = next((j for j in range(i) if self.calls[j]["args"] == call["args"]), None)
+            calls.append(call if same is None else {"name": call["name"], "same_as": same, "value": call["value"]})
+        self.store.tests[self.key] = {"seed": self.seed, "constants": self.constants, "calls": calls}
         prefix = f"{self.key}/"
         self.store.tensors = {k: t for k, t in self.store.tensors.items() if not k.startswith(prefix)}
         self.store.tensors.update(self.tensors)
