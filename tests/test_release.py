@@ -99,7 +99,7 @@ def test_the_course_release_ships_no_reference_and_nothing_imports_infralab_mist
     root = kit_root()
     out = tmp_path / "release"
     write_release(load_course(root), out)
-    assert (out / "infralab/golden.py").is_file() and not (out / "infralab/mistakes").exists()
+    assert not (out / "infralab/mistakes").exists() and (out / "infralab/golden.py").is_file()
     assert leak_check(root, out) == []
 
 
