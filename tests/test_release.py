@@ -22,7 +22,7 @@ def test_release_ships_no_secrets_and_stubs_fail_cleanly(course, tmp_path):
     report = release(course, tmp_path / "release")
     out = report.out
     assert report.ok, (report.leaks, report.stub_problems)
-    assert report.stub_tests == 3
+    assert report.stub_tests == 5
     for secret in ("solutions", "graders", "fixtures"):
         assert not (out / secret).exists()
     assert (out / "exercises/part01_transformer/rmsnorm.py").is_file()
@@ -85,7 +85,7 @@ def test_release_readme_commands_work_there_and_grade_refuses(course, tmp_path):
     for command in commands:
         proc = subprocess.run(command, shell=True, cwd=out, env=env, capture_output=True, text=True, timeout=300)
         ran[command] = proc.stdout + proc.stderr
-    assert "3 failed" in ran["make test"] and "NotImplementedError" in ran["make test"]  # the stubs' visible tests
+    assert "5 failed" in ran["make test"] and "NotImplementedError" in ran["make test"]  # the stubs' visible tests
     assert "rmsnorm" in ran["make check"] and "Traceback" not in ran["make check"]
     proc = subprocess.run([sys.executable, "-m", "infralab.cli", "grade", str(out / "exercises"), "--out",
                            str(tmp_path / "grades")], cwd=out, env=env, capture_output=True, text=True, timeout=120)
