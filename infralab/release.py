@@ -268,7 +268,8 @@ def run(args: argparse.Namespace) -> int:
     report = release(course, args.out, check_stubs=not args.no_stub_check, check_goldens=not args.no_golden_check)
     print(f"release: {report.files} files in {report.out}")
     if not args.no_golden_check:
-        print(f"golden check: {'every golden is up to date' if not report.golden_problems else f'{len(report.golden_problems)} STALE'}")
+        print(tr("golden.release_summary_ok") if not report.golden_problems
+              else tr("golden.release_summary_stale", count=len(report.golden_problems)))
         for line in report.golden_problems:
             print(f"  {line}")
     print(f"leak check: {'no solution code found' if not report.leaks else f'{len(report.leaks)} LEAKS'}")

@@ -50,4 +50,12 @@ MESSAGES = {
         "{path} imports the dev-only {package} (line {line}): use the golden fixture (infralab.golden)",
         "{path} 导入了仅限开发的 {package}（第 {line} 行）：请改用 golden fixture（infralab.golden）",
     ),
+    "golden.release_summary_ok": (
+        "golden check: every golden is up to date",
+        "快照检查：所有快照均为最新",
+    ),
+    "golden.release_summary_stale": (
+        "golden check: {count} problems (stale goldens or failing visible tests on the solutions)",
+        "快照检查：{count} 个问题（快照过期，或可见测试在参考解上失败）",
+    ),
 }
