@@ -32,6 +32,8 @@ from infralab.record import TestResult, build_record, write_record
 from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 
+pytest_plugins = ("infralab.golden",)  # the golden fixture and --update-golden of visible tests
+
 _STATE = pytest.StashKey["_State"]()
 
 

@@ -5,9 +5,13 @@ docs students need and a course.yml marked ``release: true`` (the course model t
 neither solutions nor hidden tests). It never holds ``solutions/``, ``graders/``, ``fixtures/``
 (mutants, sample submissions), the kit's own tests or benchmarks. Two checks run on the result:
 
-- leak check: no function body of any solution appears in any release file (AST comparison of
-  bodies, and the body's text), and no release file equals a file of solutions/, graders/ or
-  fixtures/;
+- leak check: no function body of any solution, nor of the dev-only references and known mistakes
+  (``infralab/mistakes``: every function there counts as a reference), appears in any release file
+  (AST comparison of bodies, and the body's text); no release file equals a file of solutions/,
+  graders/ or fixtures/; nothing of ``infralab/mistakes`` ships, and no shipped module imports it;
+- golden check (before writing): the visible tests that use the ``golden`` fixture run on the
+  solutions in the dev tree, which recomputes every recorded expectation: a stale golden refuses
+  the release, naming the exercise (infralab.golden);
 - stub check: the release's visible tests collect and fail cleanly on the stubs (each failure
   a NotImplementedError, no collection error).
 """
@@ -23,13 +27,15 @@ import yaml
 
 from infralab.course import Course, load_course
 from infralab.errors import InfralabError
+from infralab.golden import DEV_ONLY_PACKAGE, RELEASE_MARKER, uses_golden
 from infralab.i18n import tr
 
 TOP_FILES = ("pyproject.toml", "LICENSE", ".gitignore")  # README.md and Makefile: the student's own (templates/)
 TOP_DIRS = ("exercises", "infralab", "hardware_profiles", "docs")
 NOT_SHIPPED_DOCS = ("authoring.md", "grading.md")  # instructor documentation
 SECRET_DIRS = ("solutions", "graders", "fixtures")
-MARKER = ".infralab-release"
+DEV_ONLY_DIR = DEV_ONLY_PACKAGE.replace(".", "/")  # infralab/mistakes: references and known mistakes
+MARKER = RELEASE_MARKER
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -55,17 +61,22 @@ class ReleaseReport:
     leaks: list[str] = field(default_factory=list)
     stub_problems: list[str] = field(default_factory=list)
     stub_tests: int = 0
+    golden_problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.leaks and not self.stub_problems
+        return not self.leaks and not self.stub_problems and not self.golden_problems
 
 
-def _ignore(folder: str, names: list[str]) -> set[str]:
-    drop = {n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith((".pyc", ".egg-info"))}
-    if Path(folder).name == "docs":
-        drop |= {n for n in names if n in NOT_SHIPPED_DOCS}
-    return drop
+def _ignorer(root: Path):
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        drop = {n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith((".pyc", ".egg-info"))}
+        if Path(folder).name == "docs":
+            drop |= {n for n in names if n in NOT_SHIPPED_DOCS}
+        here = Path(folder).resolve()
+        drop |= {n for n in names if (here / n) == (root / DEV_ONLY_DIR).resolve()}  # dev-only by declaration
+        return drop
+    return ignore
 
 
 def _release_course_yml(course: Course, dest: Path) -> None:
@@ -93,7 +104,7 @@ def write_release(course: Course, out: Path) -> int:
             shutil.copyfile(course.root / name, out / name)
     for name in TOP_DIRS:
         if (course.root / name).is_dir():
-            shutil.copytree(course.root / name, out / name, ignore=_ignore, symlinks=False)
+            shutil.copytree(course.root / name, out / name, ignore=_ignorer(course.root), symlinks=False)
     _release_course_yml(course, out / "course.yml")
     shutil.copyfile(TEMPLATES / "release_Makefile", out / "Makefile")
     shipped = sorted(p.name for p in (out / "docs").glob("*.md")) if (out / "docs").is_dir() else []
@@ -132,11 +143,28 @@ def _body_texts(source: str, tree: ast.AST) -> list[tuple[str, str]]:
     return texts
 
 
+def _dev_only_imports(tree: ast.AST) -> list[int]:
+    """Lines that import the dev-only package (``import``, ``from ... import``, or its name as a string)."""
+    lines = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value.strip()]
+        if any(n == DEV_ONLY_PACKAGE or n.startswith(DEV_ONLY_PACKAGE + ".") for n in names):
+            lines.append(node.lineno)
+    return lines
+
+
 def leak_check(course_root: Path, release: Path) -> list[str]:
     course_root, release = Path(course_root), Path(release)
     secrets_ast: list[tuple[str, str, str]] = []
     secrets_text: list[tuple[str, str, str]] = []
-    for file in sorted((course_root / "solutions").rglob("*.py")):
+    references = sorted((course_root / "solutions").rglob("*.py")) + sorted((course_root / DEV_ONLY_DIR).rglob("*.py"))
+    for file in references:
         source = file.read_text(encoding="utf-8")
         tree = ast.parse(source)
         rel = file.relative_to(course_root).as_posix()
@@ -151,6 +179,8 @@ def leak_check(course_root: Path, release: Path) -> list[str]:
     for file in sorted(p for p in release.rglob("*") if p.is_file()):
         rel = file.relative_to(release).as_posix()
         data = file.read_bytes()
+        if rel.startswith(DEV_ONLY_DIR + "/"):
+            leaks.append(tr("golden.release_dev_only", path=rel, package=DEV_ONLY_PACKAGE))
         if data in secret_files and file.name != "__init__.py":
             leaks.append(f"{rel} is a copy of {secret_files[data]}")
         if file.suffix != ".py":
@@ -160,6 +190,9 @@ def leak_check(course_root: Path, release: Path) -> list[str]:
             tree = ast.parse(source)
         except SyntaxError:
             continue
+        if rel != "infralab/golden.py":  # the declaration: it imports the package in the dev tree only
+            leaks += [tr("golden.release_imports", path=rel, package=DEV_ONLY_PACKAGE, line=line)
+                      for line in _dev_only_imports(tree)]
         mine = {dump for _, dump in _bodies(tree)}
         stripped = "\n".join(ln.strip() for ln in source.splitlines() if ln.strip())
         for srel, name, dump in secrets_ast:
@@ -192,8 +225,30 @@ def stub_check(release: Path) -> tuple[int, list[str]]:
     return len(tests), problems
 
 
-def release(course: Course, out: Path, *, check_stubs: bool = True) -> ReleaseReport:
+def golden_check(course: Course) -> list[str]:
+    """The visible tests that use goldens, on the solutions in the dev tree: every recorded expectation
+    is recomputed from infralab/mistakes; one line per stale golden (or failing visible test), naming the exercise."""
+    from infralab.runner import TestRun, run_tests
+    exercises = tuple(ex for ex in course.exercises if uses_golden(course.root, ex))
+    if not exercises:
+        return []
+    record = run_tests(course, TestRun(target="solutions", exercises=exercises, visible=True, hidden=False,
+                                       mode="check", seed=0))
+    problems = []
+    if record.get("pytest_exit") not in (0, 1):
+        problems.append(f"pytest exited with status {record.get('pytest_exit')}: {record.get('output_tail', '')[-800:]}")
+    for ex in record["exercises"]:
+        for t in ex["tests"]:
+            if t["outcome"] == "failed":
+                problems.append(tr("golden.release_stale", exercise=ex["id"], test=t["name"],
+                                   message=t["message"].splitlines()[0][:300]))
+    return problems
+
+
+def release(course: Course, out: Path, *, check_stubs: bool = True, check_goldens: bool = True) -> ReleaseReport:
     report = ReleaseReport(out=Path(out).resolve())
+    if check_goldens:
+        report.golden_problems = golden_check(course)
     report.files = write_release(course, out)
     report.leaks = leak_check(course.root, report.out)
     if check_stubs:
@@ -204,12 +259,19 @@ def release(course: Course, out: Path, *, check_stubs: bool = True) -> ReleaseRe
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="folder for the student version (new, or an earlier release)")
     p.add_argument("--no-stub-check", action="store_true", help="skip running the visible tests on the stubs")
+    p.add_argument("--no-golden-check", action="store_true",
+                   help="skip recomputing the visible tests' goldens from the references (infralab.golden)")
 
 
 def run(args: argparse.Namespace) -> int:
     course = load_course()
-    report = release(course, args.out, check_stubs=not args.no_stub_check)
+    report = release(course, args.out, check_stubs=not args.no_stub_check, check_goldens=not args.no_golden_check)
     print(f"release: {report.files} files in {report.out}")
+    if not args.no_golden_check:
+        print(tr("golden.release_summary_ok") if not report.golden_problems
+              else tr("golden.release_summary_stale", count=len(report.golden_problems)))
+        for line in report.golden_problems:
+            print(f"  {line}")
     print(f"leak check: {'no solution code found' if not report.leaks else f'{len(report.leaks)} LEAKS'}")
     for line in report.leaks:
         print(f"  LEAK {line}")

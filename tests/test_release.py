@@ -3,6 +3,7 @@ its visible tests collect and fail cleanly on the stubs; the leak check catches 
 from __future__ import annotations
 
 import ast
+import shutil
 
 import pytest
 
@@ -21,7 +22,7 @@ def test_release_ships_no_secrets_and_stubs_fail_cleanly(course, tmp_path):
     report = release(course, tmp_path / "release")
     out = report.out
     assert report.ok, (report.leaks, report.stub_problems)
-    assert report.stub_tests == 3
+    assert report.stub_tests == 5
     for secret in ("solutions", "graders", "fixtures"):
         assert not (out / secret).exists()
     assert (out / "exercises/part01_transformer/rmsnorm.py").is_file()
@@ -84,9 +85,40 @@ def test_release_readme_commands_work_there_and_grade_refuses(course, tmp_path):
     for command in commands:
         proc = subprocess.run(command, shell=True, cwd=out, env=env, capture_output=True, text=True, timeout=300)
         ran[command] = proc.stdout + proc.stderr
-    assert "3 failed" in ran["make test"] and "NotImplementedError" in ran["make test"]  # the stubs' visible tests
+    assert "5 failed" in ran["make test"] and "NotImplementedError" in ran["make test"]  # the stubs' visible tests
     assert "rmsnorm" in ran["make check"] and "Traceback" not in ran["make check"]
     proc = subprocess.run([sys.executable, "-m", "infralab.cli", "grade", str(out / "exercises"), "--out",
                            str(tmp_path / "grades")], cwd=out, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "hidden tests are not in this tree" in proc.stderr
     assert not (tmp_path / "grades").exists()
+
+
+def test_the_course_release_ships_no_reference_and_nothing_imports_infralab_mistakes(tmp_path):
+    """infralab/mistakes (references and known mistakes) is dev-only: a release neither holds nor imports it."""
+    from infralab.judge.minicourse import kit_root
+    root = kit_root()
+    out = tmp_path / "release"
+    write_release(load_course(root), out)
+    assert not (out / "infralab/mistakes").exists() and (out / "infralab/golden.py").is_file()
+    assert leak_check(root, out) == []
+
+
+def test_leak_check_finds_infralab_mistakes_shipped_imported_or_copied(course, tmp_path):
+    from infralab.judge.minicourse import kit_root
+    shutil.copytree(kit_root() / "infralab/mistakes", course.root / "infralab/mistakes")
+    out = tmp_path / "release"
+    write_release(course, out)
+    assert leak_check(course.root, out) == []  # written by release: the package stays behind
+    (out / "infralab/mistakes").mkdir(parents=True)
+    (out / "infralab/mistakes/__init__.py").write_text("")
+    tests = out / "exercises/part01_transformer/tests/test_rmsnorm.py"
+    tests.write_text("from infralab.mistakes.part01_transformer import rmsnorm\n"
+                     "import importlib\nref = importlib.import_module('infralab.mistakes.part01_transformer.ffn')\n"
+                     + tests.read_text())
+    reference = (course.root / "infralab/mistakes/part01_transformer/rmsnorm.py").read_text()
+    (out / "exercises/part01_transformer/helpers.py").write_text(reference.replace("def rms_mistakes", "def helper"))
+    leaks = "\n".join(leak_check(course.root, out))
+    assert "infralab/mistakes/__init__.py is dev-only" in leaks
+    assert "test_rmsnorm.py imports the dev-only infralab.mistakes (line 1)" in leaks
+    assert "test_rmsnorm.py imports the dev-only infralab.mistakes (line 3)" in leaks
+    assert "helpers.py holds the body of infralab/mistakes/part01_transformer/rmsnorm.py:rms_mistakes" in leaks

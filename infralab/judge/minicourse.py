@@ -30,7 +30,8 @@ SECOND_YML = """      - id: ffn
 """
 FILES = (
     "exercises/__init__.py", "exercises/part01_transformer/__init__.py", "exercises/part01_transformer/rmsnorm.py",
-    "exercises/part01_transformer/tests/test_rmsnorm.py",
+    "exercises/part01_transformer/tests/test_rmsnorm.py", "exercises/part01_transformer/tests/golden/rmsnorm.json",
+    "exercises/part01_transformer/tests/golden/rmsnorm.safetensors",
     "solutions/__init__.py", "solutions/part01_transformer/__init__.py", "solutions/part01_transformer/rmsnorm.py",
     "graders/part01_transformer/test_rmsnorm.py",
 )

@@ -2,16 +2,17 @@
 
 The model is a tiny random LLaMA (infralab.tiny_llama: hidden 64, 2 layers, vocabulary 128,
 4 query heads sharing 2 KV heads). These tests check the shapes, the cache's consistency and the
-logits against a float64 LLaMA written from the formulas (infralab.mistakes.part01_transformer.llama);
+logits against a float64 LLaMA written from the formulas, whose logits (and those of known mistakes)
+``golden`` replays from a recording (infralab.golden; a vocabulary of 16 keeps the recording small);
 the hidden tests also compare with Hugging Face transformers.
 """
 import torch
 
-from infralab.mistakes.part01_transformer.llama import knob_forward, llama_mistakes
 from infralab.testing import assert_close, assert_equal
 from infralab.tiny_llama import random_llama_weights, tiny_llama_config
 
 MODULE = "part01_transformer.llama"
+SMALL_VOCAB = 16  # for the recorded logits
 
 
 def tiny_model(gen, **overrides):
@@ -42,44 +43,44 @@ def test_cache_grows_by_one_position_per_decode_step(impl, gen):
         assert_equal(tuple(cache["k"].shape), (2, 1, 2, t + 1, 16), name=f"cache after position {t}")
 
 
-def test_logits_match_a_float64_llama_written_from_the_formulas(impl, gen):
+def test_logits_match_a_float64_llama_written_from_the_formulas(impl, golden):
     """Rotate-half RoPE, GQA head h -> KV head h // group, the final RMSNorm before the LM head."""
-    weights, config = tiny_model(gen)
-    ids = torch.randint(0, 128, (2, 7), generator=gen)
+    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, knob_forward(weights, config, ids), name="logits vs the float64 reference",
-                 mistakes=llama_mistakes(weights, config, ids))
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits vs the float64 reference",
+                 mistakes=golden.ref.llama_mistakes(weights, config, ids))
 
 
-def test_rms_norm_eps_goes_inside_the_square_root(impl, gen):
+def test_rms_norm_eps_goes_inside_the_square_root(impl, golden):
     """A large rms_norm_eps (0.5) makes x / sqrt(ms + eps) and x / (sqrt(ms) + eps) differ clearly."""
-    weights, config = tiny_model(gen, rms_norm_eps=0.5)
-    ids = torch.randint(0, 128, (1, 5), generator=gen)
+    weights, config = tiny_model(golden.gen, rms_norm_eps=0.5, vocab_size=SMALL_VOCAB)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 5), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, knob_forward(weights, config, ids), name="logits with rms_norm_eps=0.5",
-                 mistakes=llama_mistakes(weights, config, ids))
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits with rms_norm_eps=0.5",
+                 mistakes=golden.ref.llama_mistakes(weights, config, ids))
 
 
-def test_decode_step_equals_the_full_forward_last_position(impl, gen):
-    """Prefill 8 tokens, then decode the 9th at start_pos 8: the logits are those of one full forward."""
-    weights, config = tiny_model(gen)
+def test_decode_step_equals_the_full_forward_last_position(impl, golden):
+    """Prefill 5 tokens, then decode the 6th at start_pos 5: the logits are those of one full forward."""
+    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
     llama = impl(MODULE)
-    ids = torch.randint(0, 128, (2, 9), generator=gen)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
-    step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 8)
-    assert_close(torch.cat([prefill, step], 1), knob_forward(weights, config, ids), name="prefill + decode-step logits",
-                 mistakes=llama_mistakes(weights, config, ids, chunks=[8, 1]))
+    step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 5)
+    assert_close(torch.cat([prefill, step], 1), golden.ref.knob_forward(weights, config, ids),
+                 name="prefill + decode-step logits", mistakes=golden.ref.llama_mistakes(weights, config, ids, [5, 1]))
 
 
-def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, gen):
+def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, golden):
     """Prefill 4 tokens, then a chunk of 3 at start_pos 4: causal from the bottom right."""
-    weights, config = tiny_model(gen)
+    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
     llama = impl(MODULE)
-    ids = torch.randint(0, 128, (1, 7), generator=gen)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 7), generator=golden.gen)
     first, cache = llama.llama_forward(weights, config, ids[:, :4])
     chunk, _ = llama.llama_forward(weights, config, ids[:, 4:], cache, 4)
-    assert_close(torch.cat([first, chunk], 1), knob_forward(weights, config, ids), name="prefill in chunks 4+3",
-                 mistakes=llama_mistakes(weights, config, ids, chunks=[4, 3]))
+    assert_close(torch.cat([first, chunk], 1), golden.ref.knob_forward(weights, config, ids),
+                 name="prefill in chunks 4+3", mistakes=golden.ref.llama_mistakes(weights, config, ids, [4, 3]))
 
 
 def test_earlier_logits_do_not_see_later_tokens(impl, gen):

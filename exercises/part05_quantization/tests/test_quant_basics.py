@@ -1,24 +1,29 @@
-"""Visible tests for part05_quantization.quant_basics: run `pytest exercises/part05_quantization -m quant_basics`."""
+"""Visible tests for part05_quantization.quant_basics: run `pytest exercises/part05_quantization -m quant_basics`.
+
+``golden`` replays recorded inputs and expectations (infralab.golden): ``golden.gen`` draws the
+recorded inputs, ``golden.ref.*`` returns the recorded expected values and known mistakes' outputs.
+"""
 import pytest
 import torch
 
-from infralab.mistakes.part05_quantization.quant_basics import (NO_SATURATION, absmax_mistakes, check_scale_shape,
-                                                                reference_fp8, reference_zeropoint, scale_mistakes,
-                                                                zeropoint_mistakes)
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
 
 MODULE = "part05_quantization.quant_basics"
 
 
-def test_absmax_int8_per_channel_hand_example(impl):
+def test_absmax_int8_per_channel_hand_example(impl, golden):
     w = torch.tensor([[127.0, -62.5, 1.0], [0.5, -2.0, 1.0]])
     q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
-    check_scale_shape(scale, (2, 1), w, "channel")
+    wrong_axis = golden.ref.SCALES_ON_INPUT_AXIS
+    shape = tuple(check_tensor(scale, dtype=torch.float32, name="scale").shape)
+    if shape != (2, 1):  # one scale per output row
+        raise Mismatch(f"scale (channel): expected shape (2, 1), got {shape}",
+                       wrong_axis if shape in ((1, 3), (3, 1), (3,)) else None)
     assert_close(scale, torch.tensor([[1.0], [2.0 / 127]]), name="per-channel scales (out, 1)",
-                 mistakes=scale_mistakes(w, 8, "channel", 0))
+                 mistakes=golden.ref.scale_mistakes(w, 8, "channel", 0))
     # row 0: -62.5 is a tie: round half to even gives -62 (half away from zero would give -63)
     assert_equal(q, torch.tensor([[127, -62, 1], [32, -127, 64]], dtype=torch.int8), name="int8 codes",
-                 mistakes=absmax_mistakes(w, 8, "channel", 0))
+                 mistakes=golden.ref.absmax_mistakes(w, 8, "channel", 0))
 
 
 def test_absmax_round_trip_error_is_at_most_half_a_step(impl, gen):
@@ -39,13 +44,13 @@ def test_zeropoint_uint4_hand_example(impl):
     assert_equal(q, torch.tensor([[0, 4, 6, 15]], dtype=torch.uint8), name="uint4 codes")
 
 
-def test_zeropoint_of_an_all_positive_group_is_clamped_to_zero(impl, gen):
+def test_zeropoint_of_an_all_positive_group_is_clamped_to_zero(impl, golden):
     """min > 0 makes -round(min / scale) negative: the zero point is stored unsigned, so it clamps to 0."""
-    w = randn(2, 8, generator=gen, scale=0.1).abs() + 0.5
+    w = randn(2, 8, generator=golden.gen, scale=0.1).abs() + 0.5
     q, scale, zero = impl(MODULE).zeropoint_quantize(w, bits=4, granularity="channel")
-    eq, escale, ezero = reference_zeropoint(w, 4, "channel")
-    assert_equal(zero, ezero, name="zero points", mistakes=zeropoint_mistakes(w, 4, "channel", 0, "zero"))
-    assert_equal(q, eq, name="uint4 codes", mistakes=zeropoint_mistakes(w, 4, "channel", 0, "q"))
+    eq, escale, ezero = golden.ref.reference_zeropoint(w, 4, "channel")
+    assert_equal(zero, ezero, name="zero points", mistakes=golden.ref.zeropoint_mistakes(w, 4, "channel", 0, "zero"))
+    assert_equal(q, eq, name="uint4 codes", mistakes=golden.ref.zeropoint_mistakes(w, 4, "channel", 0, "q"))
 
 
 def test_pack_int4_puts_the_first_code_in_the_low_nibble(impl):
@@ -70,12 +75,12 @@ def test_fp8_unknown_format_raises_value_error(impl):
         impl(MODULE).fp8_quantize(torch.ones(3), "e3m4")
 
 
-def test_fp8_static_scale_saturates_values_beyond_the_format_maximum(impl, gen):
+def test_fp8_static_scale_saturates_values_beyond_the_format_maximum(impl, golden):
     """A scale from an earlier, smaller amax: e5m2 values past 57344 clamp to +-57344 instead of becoming inf."""
-    x = randn(4, 16, generator=gen)
+    x = randn(4, 16, generator=golden.gen)
     x[0, :2] = torch.tensor([100.0, -1e4])
     scale = x[1:].abs().max() / 57344
     x8, _ = impl(MODULE).fp8_quantize(x, "e5m2", scale=scale)
-    expected, _ = reference_fp8(x, "e5m2", scale)
+    expected, _ = golden.ref.reference_fp8(x, "e5m2", scale)
     assert_close(x8, expected, name="e5m2 values with saturation",
-                 mistakes={NO_SATURATION: reference_fp8(x, "e5m2", scale, saturate=False)[0]})
+                 mistakes={golden.ref.NO_SATURATION: golden.ref.reference_fp8(x, "e5m2", scale, saturate=False)[0]})

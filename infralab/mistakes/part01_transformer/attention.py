@@ -68,8 +68,13 @@ def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=N
     return out
 
 
+def expected_attention(q, k, v, causal=False, window=None, padding=None, scale=None):
+    """The float64 reference with the mask built from the definition."""
+    return reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
+
+
 def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None, name="attention output"):
-    expected = reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
+    expected = expected_attention(q, k, v, causal, window, padding, scale)
     got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)  # after: inputs as given
     assert_close(got, expected, name=name, reduction=k.shape[2],
                  mistakes=attention_mistakes(q, k, v, causal, window, padding, scale))

@@ -92,28 +92,38 @@ def own_shard_only(before, after, rank, size):
     return out
 
 
+SUMMED_GRADS = "gradients summed over ranks instead of averaged"
+NO_ALL_GATHER = "only this rank's shard updated (the all-gather is missing)"
+
+
+def step_expectation(flat, grads, total, size, n, step, state=None):
+    """What zero_adamw_step returns: the gathered parameters, the full exp_avg and exp_avg_sq (valid region),
+    and per rank the known mistakes' parameters."""
+    def adamw(grad):
+        return torch_adamw(flat[:total], [grad[:total]], HYPER["lr"], HYPER["betas"], HYPER["eps"],
+                           HYPER["weight_decay"], None if state is None else (step - 1, state[0][:total], state[1][:total]))
+    ref_p, ref_m, ref_v = adamw(torch.stack(grads).mean(0))
+    summed = adamw(torch.stack(grads).sum(0))[0]
+    return {"params": ref_p, "exp_avg": ref_m, "exp_avg_sq": ref_v,
+            "mistakes": [{SUMMED_GRADS: summed, NO_ALL_GATHER: own_shard_only(flat[:total], ref_p, rank, size)}
+                         for rank in range(n)]}
+
+
 def check_step_against_adamw(results, flat, grads, total, size, n, step, state=None, where=""):
-    mean = torch.stack(grads).mean(0)
-    ref_p, ref_m, ref_v = torch_adamw(flat[:total], [mean[:total]], HYPER["lr"], HYPER["betas"], HYPER["eps"],
-                                      HYPER["weight_decay"],
-                                      None if state is None else (step - 1, state[0][:total], state[1][:total]))
-    summed, _, _ = torch_adamw(flat[:total], [torch.stack(grads).sum(0)[:total]], HYPER["lr"], HYPER["betas"],
-                               HYPER["eps"], HYPER["weight_decay"],
-                               None if state is None else (step - 1, state[0][:total], state[1][:total]))
+    expected = step_expectation(flat, grads, total, size, n, step, state)
     for rank, res in enumerate(results):
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
             raise Mismatch(f"{where}rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type(res.value).__name__}")
         new_flat, m, v = res.value
         if not isinstance(new_flat, torch.Tensor) or new_flat.numel() != size * n:
             raise Mismatch(f"{where}rank {rank}: expected the whole padded buffer of {size * n} elements")
-        assert_close(new_flat[:total], ref_p, name=f"{where}rank {rank}: gathered parameters (valid region)",
-                     mistakes={"gradients summed over ranks instead of averaged": summed,
-                               "only this rank's shard updated (the all-gather is missing)":
-                               lambda: own_shard_only(flat[:total], ref_p, rank, size)})
+        assert_close(new_flat[:total], expected["params"], name=f"{where}rank {rank}: gathered parameters (valid region)",
+                     mistakes=expected["mistakes"][rank])
         lo, hi = rank * size, min((rank + 1) * size, total)
         if hi > lo:
-            assert_close(m[: hi - lo], ref_m[lo:hi], name=f"{where}rank {rank}: exp_avg shard (valid region)")
-            assert_close(v[: hi - lo], ref_v[lo:hi], name=f"{where}rank {rank}: exp_avg_sq shard (valid region)")
+            assert_close(m[: hi - lo], expected["exp_avg"][lo:hi], name=f"{where}rank {rank}: exp_avg shard (valid region)")
+            assert_close(v[: hi - lo], expected["exp_avg_sq"][lo:hi],
+                         name=f"{where}rank {rank}: exp_avg_sq shard (valid region)")
 
 
 def memory_mistakes(psi, n, stage):

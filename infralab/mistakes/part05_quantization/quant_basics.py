@@ -6,6 +6,7 @@ from infralab.testing import Mismatch, check_tensor
 
 FP8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
 NO_SATURATION = "no saturation before the fp8 cast (overflow becomes inf/NaN)"
+SCALES_ON_INPUT_AXIS = "per-channel scales along the wrong axis: one per input column instead of one per output row"
 
 
 
@@ -65,7 +66,7 @@ def check_scale_shape(scale, expected_shape, w, granularity):
         return
     diagnosis = None
     if granularity == "channel" and tuple(scale.shape) in ((1, w.shape[1]), (w.shape[1], 1), (w.shape[1],)):
-        diagnosis = "per-channel scales along the wrong axis: one per input column instead of one per output row"
+        diagnosis = SCALES_ON_INPUT_AXIS
     raise Mismatch(f"scale ({granularity}): expected shape {tuple(expected_shape)}, got {tuple(scale.shape)}",
                    diagnosis)
 
