@@ -20,7 +20,7 @@ from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_confi
 transformers = pytest.importorskip("transformers", reason="transformers (dev extra) not installed")
 masking = pytest.importorskip("transformers.masking_utils", reason="transformers (dev extra) not installed")
 
-from solutions.part06_post_training import sft  # noqa: E402
+from solutions.part06_post_training import sft
 
 VOCAB = 64
 

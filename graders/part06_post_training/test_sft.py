@@ -83,7 +83,7 @@ def reference_pack(ids, labels):
 
 
 def pack_mistakes(ids, labels):
-    e_ids, e_labels, e_pos, e_seg = reference_pack(ids, labels)
+    _, _, e_pos, e_seg = reference_pack(ids, labels)
     return {
         "position ids not restarting per packed example (0 .. T-1 over the whole row)":
             lambda: torch.arange(e_pos.numel()),
