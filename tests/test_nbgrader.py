@@ -229,3 +229,16 @@ def test_the_next_step_export_prints_runs_as_printed_without_the_venv_on_path(tm
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert (tmp_path / "course" / "release" / "part01_transformer" / "rmsnorm.ipynb").is_file()
+
+
+def test_the_whole_course_exports_with_the_visible_goldens_beside_the_notebooks(tmp_path):
+    """Every exercise becomes a notebook (hypothesis strategies given by position, the golden fixture);
+    the recorded cases of the visible tests travel beside the notebooks that replay them."""
+    course = load_course()
+    written = export_course(course, tmp_path)
+    assert len(written) == len(course.exercises)
+    from infralab.golden import golden_files
+    for ex in course.exercises:
+        for f in golden_files(course.root, ex):
+            if f.is_file():
+                assert (tmp_path / "source" / ex.part / "golden" / f.name).read_bytes() == f.read_bytes()

@@ -135,7 +135,8 @@ def test_part01_notebooks_run_top_to_bottom_with_the_solutions(ex, tmp_path):
     nb = fill_answer(nb, reference_answer(nb))
     for cell in nb.cells:  # the instructor's view: hidden tests in, markers out
         cell.source = "\n".join(l for l in cell.source.splitlines() if "HIDDEN TESTS" not in l)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    # the kernel starts in the notebook's folder, as JupyterLab and nbgrader start it (golden/ is there)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     bad = [(c.metadata["nbgrader"]["grade_id"], o) for c in graded for o in c.outputs
            if o.output_type == "error" or o.get("name") == "stderr"]

@@ -174,5 +174,19 @@ def export_course(course: Course, out: Path, *, parts: list[str] | None = None,
         nb, points, tests = exercise_notebook(course, ex, student=student)
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
+        _copy_goldens(course, ex, folder)
         written.append(Exported(ex.part, path, points, tests))
     return written
+
+
+def _copy_goldens(course: Course, ex: Exercise, folder: Path) -> None:
+    """The visible tests' recorded cases beside the notebook (``golden/<exercise>.*``): the notebook
+    replays them, as a release does (infralab.golden)."""
+    import shutil
+
+    from infralab.golden import golden_files
+    files = [f for f in golden_files(course.root, ex) if f.is_file()]
+    if files:
+        (folder / "golden").mkdir(exist_ok=True)
+        for f in files:
+            shutil.copyfile(f, folder / "golden" / f.name)

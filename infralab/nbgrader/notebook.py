@@ -12,7 +12,7 @@ An exported notebook starts with ``setup("part01_transformer.rmsnorm")``. Its te
 The cell body runs in the namespace of its test file (one per visibility, so the tests' own
 helpers never replace the student's functions), then every test function the cell defined is
 called with the fixtures it names: ``impl`` (the notebook's code, as a module), ``seed``,
-``gen``, ``tmp_path``, and ``pytest.mark.parametrize`` cases. Hypothesis tests run as plain calls.
+``gen``, ``tmp_path``, ``golden`` (recorded cases, from ``golden/`` beside the notebook), and ``pytest.mark.parametrize`` cases. Hypothesis tests run as plain calls.
 
 nbgrader gives a test cell zero points when it writes to stderr. Warnings (torch, triton) are
 recorded and printed on stdout, and stderr (Python's and file descriptor 2) goes to stdout
@@ -123,6 +123,16 @@ def _session() -> _Session:
     return _SESSION[0]
 
 
+def notebook_golden(session: _Session, test: str, case: dict[str, Any]):
+    """The ``golden`` fixture in a notebook: the recorded case, replayed from ``golden/`` beside the
+    notebook (the export copies it there), never computed (a notebook has no reference code)."""
+    from infralab.golden import GoldenCase, Store
+    name = session.module.rsplit(".", 1)[-1]
+    folder = Path.cwd() / "golden"
+    key = test + (f"[{','.join(f'{k}={v}' for k, v in sorted(case.items()))}]" if case else "")
+    return GoldenCase(Store(folder / f"{name}.json", folder / f"{name}.safetensors"), session.module, key, "replay")
+
+
 def notebook_impl(session: _Session) -> Callable[[str], Implementation]:
     """The ``impl`` fixture: the answer cell's definitions, seen as the exercise's module."""
     def impl(module_name: str) -> Implementation:
@@ -186,6 +196,8 @@ def _fixtures(func: Callable, session: _Session, case: dict[str, Any], stack: co
                 kwargs[name] = torch.Generator().manual_seed(seed)
         elif name == "tmp_path":
             kwargs[name] = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-nb-")))
+        elif name == "golden":
+            kwargs[name] = notebook_golden(session, func.__name__, case)
         else:
             raise RuntimeError(f"{func.__name__} needs the fixture `{name}`, which notebooks do not provide")
     if seed is None:

@@ -12,11 +12,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# The fixtures a notebook cell provides (infralab.nbgrader.notebook.FIXTURES).
-NOTEBOOK_FIXTURES = frozenset({"impl", "seed", "gen", "tmp_path"})
+from infralab.errors import InfralabError
+
+# The fixtures a notebook cell provides (infralab.nbgrader.notebook._fixtures).
+NOTEBOOK_FIXTURES = frozenset({"impl", "seed", "gen", "tmp_path", "golden"})
 
 
-class TestSourceError(ValueError):
+class TestSourceError(InfralabError, ValueError):
     """A test file that cannot run in a notebook cell (a test class, an unknown fixture)."""
 
 
@@ -62,10 +64,14 @@ def _parametrized_names(node: ast.FunctionDef) -> set[str]:
 
 
 def _given_names(node: ast.FunctionDef) -> set[str]:
+    """The arguments hypothesis fills: ``@given(x=...)`` by name, ``@given(s1, s2)`` the rightmost ones."""
     names: set[str] = set()
+    params = [a.arg for a in node.args.args]
     for d in node.decorator_list:
         if isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) == "given":
             names |= {k.arg for k in d.keywords if k.arg}
+            if d.args:
+                names |= set(params[-len(d.args):])
     return names
 
 
