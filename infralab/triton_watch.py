@@ -46,7 +46,7 @@ class Launch:
     written: frozenset = frozenset()  # storage keys (see Watch.storage_key)
 
 
-@dataclass
+@dataclass(eq=False)  # identity: nested watches with equal contents are still different watches
 class Watch:
     """What happened during one watched call."""
 

@@ -81,8 +81,17 @@ def family(name: str) -> str:
 
 
 def _base_name(name: str) -> str:
-    """A profiler kernel name without an argument list (``spin_kernel(long)`` -> ``spin_kernel``)."""
-    return name.split("(", 1)[0].strip()
+    """A profiler kernel name without its argument list and namespaces
+    (``at::cuda::(anonymous namespace)::spin_kernel(long)`` -> ``spin_kernel``)."""
+    name = name.strip()
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i]
+                break
+    return name.rsplit("::", 1)[-1].strip()
 
 
 def _own(name: str, own_kernels: frozenset[str]) -> bool:
