@@ -238,7 +238,15 @@ def test_a_torch_compile_hidden_from_the_text_is_found_on_the_loaded_module():
 def test_nested_watches_with_equal_contents_close_in_any_order():
     """The profiled batch's watch and a timed call's watch are both empty when opened: closing one
     must not remove the other (the H200 run failed with list.remove when they compared equal)."""
+    from infralab import triton_watch
     from infralab.triton_watch import watching
-    with watching(poison_allocations=False, record_writes=False):
-        with watching(poison_allocations=False, record_writes=False):
-            pass
+
+    def launch(tag):  # what a launch does: every open watch records it
+        for w in list(triton_watch._ACTIVE):
+            w.launches.append(tag)
+
+    with watching(poison_allocations=False, record_writes=False) as profiled:
+        for tag in ("first timed call", "second timed call"):
+            with watching(poison_allocations=False, record_writes=False):
+                launch(tag)
+    assert profiled.launches == ["first timed call", "second timed call"] and not triton_watch._ACTIVE
