@@ -33,10 +33,10 @@ OPTIONS = dict(exercises=(EXERCISE,), seed=1234, call_timeout_s=5.0, budget_s=40
 # sample -> (expected points of 5, flag kinds that must be present, words the first failure must hold)
 EXPECTED = {
     "complete": (5.0, set(), ""),
-    "partial": (3.5, set(), "unbiased variance"),
+    "partial": (2.9167, set(), "unbiased variance"),
     "stub": (0.0, set(), "NotImplementedError"),
     "no_import": (0.0, set(), "SyntaxError"),
-    "hangs": (1.5, {"timeout"}, "did not return within"),
+    "hangs": (1.6666, {"timeout"}, "did not return within"),
     "memory_eater": (0.0, set(), "MemoryError"),
     "exit_at_import": (0.0, set(), "SystemExit"),
     "os_exit_at_import": (0.0, {"executor-died"}, "does not import"),
@@ -60,16 +60,17 @@ EXPECTED = {
     # aimed past one exercise, at the host, or at the in-process route (tests/test_judge_hostile_samples.py)
     "os_exit_in_call": (0.0, {"executor-died"}, "died"),
     "fd_exhaustion": (0.0, set(), "Too many open files"),  # its own later calls fail too
-    "spinning_threads": (1.5, {"timeout"}, "did not return within"),
+    "spinning_threads": (1.6666, {"timeout"}, "did not return within"),
     "sysv_shm": (5.0, set(), ""),
     "mountinfo_leak": (0.0, set(), "/proc"),
-    "tree_memory": (1.5, set(), ""),
+    "tree_memory": (1.6666, set(), ""),
     "patch_tests_in_process": (0.0, {"harness-import"}, ""),
-    # issue 11's samples attack other exercises (tests/test_hostile_integrity.py grades them there);
-    # here their rmsnorm is the stub, and the source scan still flags what has no place in an answer
+    # issue 11's samples attack other exercises (tests/test_hostile_integrity.py grades them there, with the
+    # source scan's flags); here their rmsnorm is the stub, and a module of an exercise this one-exercise course
+    # lacks is not staged (intake says so), so the scan has nothing of theirs to read
     "writeback_zeroing": (0.0, set(), "NotImplementedError"),
-    "wrapper_replacement": (0.0, {"suspicious-source"}, "NotImplementedError"),
-    "disable_torch_function": (0.0, {"suspicious-source"}, "NotImplementedError"),
+    "wrapper_replacement": (0.0, {"misnamed-module"}, "NotImplementedError"),  # attention.py is not in this course
+    "disable_torch_function": (0.0, {"misnamed-module"}, "NotImplementedError"),
     "triton_noop_launch": (0.0, set(), "NotImplementedError"),
     "torch_compile_triton": (0.0, set(), "NotImplementedError"),
     "flag_flooding": (5.0, {"tampering", "read-hidden", "harness-import", "flag-forged", "suspicious-source"}, ""),

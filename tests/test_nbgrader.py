@@ -91,7 +91,7 @@ def test_test_files_split_into_preamble_and_weighted_tests():
     names = [t.name for t in hidden.tests]
     assert "test_rms_norm_eps_is_inside_the_square_root" in names
     assert all(t.source.lstrip().startswith(("def ", "@")) for t in hidden.tests)
-    assert "def reference_rms_norm" in hidden.preamble and "def test_" not in hidden.preamble
+    assert "reference_rms_norm" in hidden.preamble and "def test_" not in hidden.preamble  # its imports and helpers
     weights = {t.name: t.weight for t in hidden.tests}
     assert weights["test_rms_norm_eps_is_inside_the_square_root"] == 2
     assert weights["test_rms_norm_reduces_over_the_last_dimension_only"] == 1

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from infralab.testing import assert_all_written, assert_close, randn
+from infralab.testing import assert_all_written, assert_close, randn, tolerance
 
 MODULE = "part03_kernels.flash_attention"
 
@@ -70,7 +70,12 @@ def check(impl, q, k, v, causal, scale=None):
     o, lse = impl(MODULE).flash_attention(q, k, v, causal=causal, sm_scale=scale)
     want_o, want_lse = attention(q, k, v, causal, sm_scale)
     assert_all_written(o, name="o", diagnosis="a query block was never written, or a row saw no key (0 / 0)")
-    assert_close(o, want_o, name="o", reduction=k.shape[2], mistakes=o_mistakes(q, k, v, causal, sm_scale))
+    # exp(s - m) in fp32 is off by about |s - m| * eps: scores spread far apart widen the bound
+    s = scores(q, k, causal, sm_scale)
+    widen = max(1.0, float(s[torch.isfinite(s)].abs().max()) / 16)
+    rtol, atol = tolerance(o.dtype, reduction=k.shape[2])
+    assert_close(o, want_o, name="o", rtol=rtol * widen, atol=atol * widen,
+                 mistakes=o_mistakes(q, k, v, causal, sm_scale))
     assert_close(lse, want_lse, name="lse", rtol=1e-4, atol=1e-4,  # fp32 lse of fp16 inputs: ulp-level noise
                  mistakes=lse_mistakes(q, k, v, causal, sm_scale))
 

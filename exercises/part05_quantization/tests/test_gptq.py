@@ -52,6 +52,19 @@ def test_group_size_must_divide_the_input_dimension(impl, gen):
         impl(MODULE).gptq_quantize(randn(4, 30, generator=gen), randn(8, 30, generator=gen), group_size=8)
 
 
+def test_group_size_one_is_one_group_per_column(impl):
+    """group_size=1 is valid (if costly): every column gets its own scale; refusing it is a mistake."""
+    w = torch.tensor([[4.0, -2.0, 1.0]])
+    try:
+        codes, scales, zeros, g_idx = impl(MODULE).quantize_rtn(w, bits=4, group_size=1, sym=False)
+    except ValueError as e:
+        raise AssertionError(f"quantize_rtn(group_size=1) raised ValueError({e}): group_size=1 (one column per "
+                             "group) is valid; only group_size <= 0 (other than -1) or one not dividing the input "
+                             "dimension is refused") from None
+    assert_equal(tuple(scales.shape), (1, 3), name="scales shape with group_size=1 (rows, columns)")
+    assert_equal(g_idx, torch.arange(3), name="g_idx with group_size=1 (column j in group j)")
+
+
 def test_rtn_asymmetric_all_zero_and_one_signed_groups(impl):
     """Groups of 2: all zero (range [-1, 1]), all positive and all negative (range widened to 0)."""
     w = torch.tensor([[0.0, 0.0, 1.0, 3.0, -3.0, -1.0]])
