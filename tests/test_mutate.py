@@ -67,8 +67,10 @@ def test_validate_mutate_kills_reports_survivors_and_honours_the_equivalent_list
     data = json.loads((reports / "part01_demo.double.json").read_text(encoding="utf-8"))
     assert data["tested"] == data["generated"] == len(by_change) > 10
     assert data["timeouts"] >= 1, "deleting `n += 1` hangs: the per-test timeout kills it"
-    assert data["crashed"] == 1, "negating `if n > 7` exits the test process: killed, and the run goes on"
-    statuses = {o["mutant"]: o["status"] for o in data["outcomes"]}
+    statuses = {o["mutant"]: o["status"] for o in data["outcomes"]}  # the mutants not killed
+    # negating `if n > 7` exits the test process: the mutant is killed, and the run goes on to every other one
+    # (on a loaded machine the stall detector may see the exit first and count it as a timeout)
+    assert by_change[("negate", "n > 7 -> not (n > 7)")].id not in statuses and data["crashed"] + data["timeouts"] >= 2
     assert statuses[equivalent.id] == "equivalent"
     assert statuses[unmarked.id] == "survived"
     assert statuses[stale.id] == "survived", "a stale entry is not honoured"

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, randn, tolerance
 
 MODULE = "part06_post_training.grpo"
 
@@ -47,8 +47,12 @@ def test_group_advantages_match_the_group_by_group_reference(impl, groups, G, sc
     g = torch.Generator().manual_seed(seed)
     rewards = randn(groups * G, generator=g, scale=2.0) + torch.arange(groups).repeat_interleave(G) * 3.0
     got = impl(MODULE).group_advantages(rewards, group_size=G, scale=scale)
-    assert_close(got, reference_advantages(rewards, G, scale), name=f"advantages (scale={scale})",
-                 mistakes=advantage_mistakes(rewards, G))
+    # r - mean in fp32 is off by about eps * max|r|; dividing by a group's std scales that error by 1 / std
+    rtol, atol = tolerance(torch.float32)
+    std = rewards.double().view(groups, G).std(dim=1).min().item() if scale else 1.0
+    widen = max(1.0, float(rewards.abs().max()) / max(std, 1e-4))
+    assert_close(got, reference_advantages(rewards, G, scale), name=f"advantages (scale={scale})", rtol=rtol,
+                 atol=atol * widen, mistakes=advantage_mistakes(rewards, G))
 
 
 @pytest.mark.weight(2)

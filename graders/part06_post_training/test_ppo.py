@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, randn, tolerance
 
 MODULE = "part06_post_training.ppo"
 
@@ -118,7 +118,11 @@ def test_normalised_gae_whitens_advantages_but_not_returns(impl, N, T, seed):
     e_adv, e_ret = reference_gae(rewards, values, dones, last_value, 0.99, 0.95)
     mistakes = gae_mistakes(rewards, values, dones, last_value, 0.99, 0.95, normalize=True)
     assert_close(ret, e_ret, name="returns with normalize=True", mistakes=mistakes)
-    assert_close(adv, (e_adv - e_adv.mean()) / (e_adv.std() + 1e-8), name="whitened advantages", mistakes=mistakes)
+    # whitening divides fp32 rounding of the advantages (about eps * max|A|) by their std: the bound scales so
+    rtol, atol = tolerance(torch.float32, reduction=T)
+    widen = max(1.0, float(e_adv.abs().max() / (e_adv.std() + 1e-8)))
+    assert_close(adv, (e_adv - e_adv.mean()) / (e_adv.std() + 1e-8), name="whitened advantages", rtol=rtol,
+                 atol=atol * widen, mistakes=mistakes)
 
 
 def test_gae_leaves_inputs_untouched(impl, gen):
