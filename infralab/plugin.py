@@ -31,6 +31,7 @@ from infralab.i18n import LANGS, language, set_language, tr, use_course_language
 from infralab.record import TestResult, build_record, write_record
 from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
+from infralab.triton_env import interpret_without_gpu
 
 pytest_plugins = ("infralab.golden",)  # the golden fixture and --update-golden of visible tests
 
@@ -168,10 +169,8 @@ def _configure_triton(config: pytest.Config) -> None:
     The isolated judge always uses the interpreter: tensors cross the cage on the CPU."""
     if config.getoption("infralab_isolated"):
         os.environ["TRITON_INTERPRET"] = "1"
-    elif "TRITON_INTERPRET" not in os.environ:
-        import torch
-        if not torch.cuda.is_available():
-            os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        interpret_without_gpu()
     if os.environ.get("TRITON_INTERPRET") == "1":
         problem = interpreter_version_problem()
         if problem:
