@@ -9,6 +9,10 @@ before importing triton if your script imports triton first.
 中文：没有 CUDA GPU 时，导入本包会设置 TRITON_INTERPRET=1（若尚未设置），核函数在 Triton 解释器里
 用 CPU 张量运行；如果你的脚本先导入了 triton，请在导入之前自己设置 TRITON_INTERPRET=1。
 """
-from infralab.triton_env import interpret_without_gpu as _interpret_without_gpu
+import os as _os
 
-_interpret_without_gpu()
+if "TRITON_INTERPRET" not in _os.environ:
+    import torch as _torch
+
+    if not _torch.cuda.is_available():
+        _os.environ["TRITON_INTERPRET"] = "1"
