@@ -125,6 +125,37 @@ def test_student_export_has_the_stub_and_only_visible_tests(tmp_path):
     assert nbformat.read(written[0].notebook, as_version=4).cells[0].source == "my notes"
 
 
+@pytest.mark.parametrize("student", [True, False])
+def test_exported_notebooks_carry_their_headings_and_instructions_in_chinese_and_english(tmp_path, monkeypatch,
+                                                                                           student):
+    from infralab.i18n import tr
+    monkeypatch.setenv("INFRALAB_LANG", "en")  # the export's language does not choose the notebook's
+    written = export_course(COURSE, tmp_path, exercises=["rmsnorm"], parts=["part01_transformer"], student=student)
+    nb = nbformat.read(written[0].notebook, as_version=4)
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    headings = [line for text in markdown for line in text.splitlines() if line.startswith("## ")]
+    expected = ["answer", "visible"] + ([] if student else ["hidden"])
+    assert headings == [f"## {tr(f'notebook.{k}_heading', 'en')} · {tr(f'notebook.{k}_heading', 'zh')}"
+                        for k in expected]
+    assert "## Your answer · 你的实现" in headings and "## Tests you can run · 可见测试" in headings
+    text = "\n".join(markdown)
+    for key in [f"notebook.{k}_intro" for k in expected]:
+        assert tr(key, "en") in text and tr(key, "zh") in text, key
+    assert "10 points · textbook:" not in text and "5 points · textbook:" in text and "5 分 · 教材：" in text
+    setup = next(c.source for c in nb.cells if "setup(" in c.source)
+    assert "# 准备单元（只读）" in setup and "# Setup (read-only)" in setup
+
+
+def test_runner_messages_follow_the_language_in_the_kernel(session, monkeypatch, capsys):
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+
+    def test_stub():
+        raise NotImplementedError("rms_norm")
+    with pytest.raises(notebook.TestFailed, match="rms_norm 尚未实现（你的 notebook 的答案单元）"):
+        notebook.run_test(test_stub, session)
+    notebook.infralab_test("hidden", "")
+    assert "隐藏测试" in capsys.readouterr().out
+
 def test_answer_extraction_comments_out_ipython_lines_and_fill_replaces_the_answer():
     ex = COURSE.exercise("part01_transformer.rmsnorm")
     nb, _, _ = exercise_notebook(COURSE, ex)

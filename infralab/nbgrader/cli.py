@@ -64,7 +64,7 @@ def _check(course, folder: Path, hidden: bool) -> int:
     from infralab.runner import TestRun, run_tests
     found = [(nb, ex) for ex in course.exercises for nb in [folder / ex.part / f"{ex.name}.ipynb"] if nb.is_file()]
     if not found:
-        print(f"infralab nbgrader check: no <part>/<exercise>.ipynb under {folder}", file=sys.stderr)
+        print(tr("notebook.none_found", folder=folder), file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="infralab-nb-check-") as tmp:
         for nb, ex in found:
@@ -79,14 +79,15 @@ def _export(course, args) -> int:
     if args.part:
         unknown = set(args.part) - {p.id for p in course.parts}
         if unknown:
-            print(f"infralab nbgrader export: no part {sorted(unknown)}", file=sys.stderr)
+            print(tr("notebook.no_part", parts=", ".join(sorted(unknown)),
+                     known=", ".join(p.id for p in course.parts)), file=sys.stderr)
             return 2
     t0 = time.perf_counter()
     written = export_course(course, Path(args.out), parts=args.part, exercises=args.exercise, student=args.student,
                             force=args.force, db_url=args.db)
     for e in written:
-        print(f"{e.notebook}  ({e.points:g} points, {e.tests} test cells)")
-    print(f"{len(written)} notebook(s) in {time.perf_counter() - t0:.1f} s")
+        print(tr("notebook.exported", notebook=e.notebook, points=f"{e.points:g}", tests=e.tests))
+    print(tr("notebook.exported_total", count=len(written), seconds=f"{time.perf_counter() - t0:.1f}"))
     if not args.student and written:
         parts = sorted({e.assignment for e in written})
         command = printed_command("nbgrader", "generate", *parts, "--course-dir", str(Path(args.out).resolve()))

@@ -12,6 +12,11 @@ test whose cases pass in part gets nbgrader's partial credit. Visible test cells
 
 A student export (``student=True``, or no solutions/graders at hand) writes the stub as the
 answer cell and only the visible tests, without nbgrader regions: notebooks to work in.
+
+Headings and instructions are written in English and Chinese together, from the catalogue
+(``notebook.*`` keys, :func:`bilingual`): a notebook is a file exported once and read by every
+student, whose language the export cannot know (docs/notebooks.md). What the cells print when they
+run follows the language in force in the kernel.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from infralab.course import Course, Exercise
+from infralab.i18n import tr
 from infralab.nbgrader.notebook import MAGIC
 from infralab.nbgrader.source import answer_cell, rst_to_markdown, specification
 from infralab.nbgrader.testsource import TestFile, read_test_file
@@ -63,11 +69,19 @@ def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked:
     return {"nbgrader": meta}
 
 
+def bilingual(key: str, sep: str = "\n\n", **values: object) -> str:
+    """A catalogue message in English, then in Chinese, joined by ``sep``."""
+    return f"{tr(key, 'en', **values)}{sep}{tr(key, 'zh', **values)}"
+
+
+def _section(heading: str, intro: str) -> str:
+    return f"## {bilingual(heading, ' · ')}\n\n{bilingual(intro)}"
+
+
 def _spec_cells(ex: Exercise, stub_text: str) -> list:
     spec = specification(stub_text)
-    head = (f"# {ex.title.zh} · {ex.title.en}\n\n"
-            f"`{ex.id}` · {ex.points:g} points · textbook: {ex.textbook}\n\n"
-            f"{rst_to_markdown(spec.module_doc)}")
+    meta = bilingual("notebook.meta", "  \n", exercise=ex.id, points=f"{ex.points:g}", textbook=ex.textbook)
+    head = f"# {ex.title.zh} · {ex.title.en}\n\n{meta}\n\n{rst_to_markdown(spec.module_doc)}"
     cells = [new_markdown_cell(head)]
     for name, signature, doc in spec.definitions:
         cells.append(new_markdown_cell(f"### `{name}`\n\n```python\n{signature}\n```\n\n```text\n{doc}\n```"))
@@ -76,7 +90,7 @@ def _spec_cells(ex: Exercise, stub_text: str) -> list:
 
 def _setup_cell(ex: Exercise, instructor: bool):
     banned = f", banned={list(ex.banned)!r}" if ex.banned else ""
-    src = ("# Setup (read-only): loads the course's test runner for the %%infralab_test cells below.\n"
+    src = (f"# {bilingual('notebook.setup_comment', chr(10) + '# ')}\n"
            "from infralab.nbgrader.notebook import setup\n\n"
            f"setup({ex.id!r}{banned})")
     return new_code_cell(src, metadata=_meta(f"{ex.name}_setup", locked=True) if instructor else {})
@@ -106,15 +120,6 @@ def _test_cells(ex: Exercise, tests: TestFile, visibility: str, points: list[flo
     return cells
 
 
-_TESTS_INTRO = {
-    "visible": ("## Tests you can run · 可见测试\n\n"
-                "Run these cells after your answer cell: each prints `PASSED`, or `FAILED` with what "
-                "differs and which known mistake it looks like.\n\n"
-                "写完上面的答案单元后运行这些单元；失败时会说明哪里不同、像哪种常见错误。"),
-    "hidden": ("## Graded tests · 评分测试\n\n"
-               "These cells hold the hidden tests: they are empty in your copy and run when your "
-               "notebook is graded.\n\n隐藏测试在评分时运行。"),
-}
 
 
 def exercise_notebook(course: Course, ex: Exercise, *, student: bool = False) -> tuple[nbformat.NotebookNode, float, int]:
@@ -132,15 +137,14 @@ def exercise_notebook(course: Course, ex: Exercise, *, student: bool = False) ->
 
     cells = _spec_cells(ex, stub_text)
     cells.append(_setup_cell(ex, instructor))
-    cells.append(new_markdown_cell("## Your answer · 你的实现\n\nFill in the function bodies below; keep the "
-                                   "names and signatures. 在下面补全函数体，不要改函数名和参数。"))
+    cells.append(new_markdown_cell(_section("notebook.answer_heading", "notebook.answer_intro")))
     answer = answer_cell(stub_text, solution_text)
     cells.append(new_code_cell(answer, metadata=_meta(ANSWER_ID, solution=True)))  # also how extraction finds it
     start = 0
     for visibility, tests in files:
         share = points[start:start + len(tests.tests)]
         start += len(tests.tests)
-        cells.append(new_markdown_cell(_TESTS_INTRO[visibility]))
+        cells.append(new_markdown_cell(_section(f"notebook.{visibility}_heading", f"notebook.{visibility}_intro")))
         cells.extend(_test_cells(ex, tests, visibility, share, instructor))
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},

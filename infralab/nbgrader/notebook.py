@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from infralab.errors import TargetError
+from infralab.i18n import tr
 from infralab.targets import Implementation
 from infralab.testing import seed_everything
 
 MAGIC = "infralab_test"
-ORIGIN = "your notebook's answer cell"
 _cell_counter = itertools.count(1)
 
 
@@ -119,7 +119,7 @@ def register_magic(shell) -> None:
 
 def _session() -> _Session:
     if not _SESSION:
-        raise RuntimeError("run the notebook's setup cell first (it calls infralab.nbgrader.notebook.setup)")
+        raise RuntimeError(tr("notebook.no_setup"))
     return _SESSION[0]
 
 
@@ -137,10 +137,10 @@ def notebook_impl(session: _Session) -> Callable[[str], Implementation]:
     """The ``impl`` fixture: the answer cell's definitions, seen as the exercise's module."""
     def impl(module_name: str) -> Implementation:
         if module_name != session.module:
-            raise TargetError(f"this notebook implements {session.module}; a test asked for {module_name}")
+            raise TargetError(tr("notebook.other_module", module=session.module, asked=module_name))
         module = types.ModuleType(module_name)
         module.__dict__.update({k: v for k, v in _user_namespace().items() if not k.startswith("_")})
-        return Implementation(module_name, module, ORIGIN, session.banned)
+        return Implementation(module_name, module, tr("notebook.origin"), session.banned)
     return impl
 
 
@@ -173,7 +173,7 @@ def _skip_reason(func: Callable) -> str | None:
         if mark.name == "gpu":
             import torch
             if not torch.cuda.is_available():
-                return "needs a CUDA GPU; this machine has none"
+                return tr("loop.skip_no_gpu")
     return None
 
 
@@ -199,7 +199,7 @@ def _fixtures(func: Callable, session: _Session, case: dict[str, Any], stack: co
         elif name == "golden":
             kwargs[name] = notebook_golden(session, func.__name__, case)
         else:
-            raise RuntimeError(f"{func.__name__} needs the fixture `{name}`, which notebooks do not provide")
+            raise RuntimeError(tr("notebook.unknown_fixture", test=func.__name__, name=name))
     if seed is None:
         seed_everything(_fresh_seed())
     return kwargs
@@ -232,7 +232,8 @@ def quiet_stderr() -> Iterator[list[warnings.WarningMessage]]:
 
 def _failure_message(name: str, exc: BaseException) -> str:
     if isinstance(exc, NotImplementedError):
-        return f"{name}: NotImplementedError: {exc or 'a function'} is not implemented yet"
+        return f"{name}: " + tr("loop.not_implemented", detail=exc or tr("loop.this_function"),
+                                where=tr("notebook.origin"))
     if isinstance(exc, (AssertionError, TargetError)):
         return f"{name}: {exc}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "infralab" not in f.filename][-3:]
@@ -278,7 +279,6 @@ def run_test(func: Callable, session: _Session | None = None, points: float | No
     partial = None
     line = f"PASSED {name} ({time.perf_counter() - t0:.2f} s)"
     if failures:
-        from infralab.i18n import tr
         from infralab.record import split_points, total_points
         shares = split_points(points, [1.0] * len(passed))
         partial = total_points([s for s, ok in zip(shares, passed) if ok])
@@ -286,7 +286,7 @@ def run_test(func: Callable, session: _Session | None = None, points: float | No
                    points=f"{points:g}") + "\n" + "\n".join("FAILED " + f for f in failures))
     kinds = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0][:120]}" for w in caught})
     if kinds:
-        line += f"\n  {len(caught)} warning(s), not counted against you: " + "; ".join(kinds[:3])
+        line += "\n  " + tr("notebook.warnings", count=len(caught), kinds="; ".join(kinds[:3]))
     return CellOutcome(line, partial)
 
 
@@ -313,7 +313,7 @@ def infralab_test(line: str, cell: str) -> float | None:
     visibility = (words or ["visible"])[0]
     points = float(words[1]) if len(words) > 1 else None
     if not cell.strip():
-        print("(hidden tests: they run when your notebook is graded)")
+        print(tr("notebook.hidden_empty"))
         return None
     partial = None
     for outcome in run_cell(visibility, cell, points):
