@@ -303,6 +303,14 @@ def test_a_correct_candidate_gets_a_record_entry_in_the_course_evidence_terms():
     assert e["decision"] in ("accept", "tune", "reject")
 
 
+def test_a_record_entry_carries_bytes_and_flops_when_the_challenge_declares_both():
+    c = spec(dtype="float32", shapes=[{"M": 8, "N": 300}], flops="5*M*N")  # flops: for the roofline
+    e = run_challenge(SoftmaxModule, c, c["shapes"][0], H200, timer=Fake([1e-3]), target="test",
+                      exercise="part03_kernels.softmax", device="cpu", policy=SMALL)
+    assert e["workload"]["bytes"] == 2 * 8 * 300 * 4 and e["workload"]["flops"] == 5 * 8 * 300
+    assert e["metrics"]["unit"] == "GB/s"  # the metric still counts the bytes
+
+
 @pytest.mark.parametrize("module, words", [(WrongSoftmax, "differ"), (CrashingSoftmax, "NotImplementedError")])
 def test_a_wrong_or_crashing_candidate_is_rejected_at_the_gate_and_not_timed(module, words):
     e = run_on_cpu(module)

@@ -5,7 +5,9 @@ never test source: hidden tests' code stays with the instructor.
 """
 from __future__ import annotations
 
+import base64
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from infralab.i18n import language, tr
@@ -21,7 +23,7 @@ th{background:#f5f5f5} .passed{color:#17723a;font-weight:600} .failed,.error{col
 .partial{color:#9a6700;font-weight:600} .skipped,.not{color:#777}
 pre{white-space:pre-wrap;margin:0;font-size:.85rem;background:#fafafa;padding:.3rem;border-radius:4px}
 .diag{color:#7a3e00} .flag{background:#fff4e5;border-left:4px solid #f0a020;padding:.4rem .6rem;margin:.3rem 0}
-details{margin-top:1rem;color:#555}
+details{margin-top:1rem;color:#555} img.roofline{max-width:100%;height:auto;border:1px solid #ddd}
 """
 
 
@@ -45,7 +47,38 @@ def _submission_section(record: dict[str, Any]) -> list[str]:
     return parts
 
 
-def feedback_html(record: dict[str, Any]) -> str:
+def _performance_section(record: dict[str, Any], folder: Path | None) -> list[str]:
+    """The GPU measurements of the record, and its roofline (the PNG the record names, from ``folder``,
+    embedded so that the page stays one file). Nothing for a record without a GPU figure."""
+    from infralab.perf.roofline import gpu_entries
+    entries = gpu_entries(record.get("perf") or [])
+    if not entries:
+        return []
+    cols = ("loop.html_exercise", "roofline.html_challenge", "roofline.html_shape", "roofline.html_achieved",
+            "roofline.html_ceiling", "roofline.html_baseline", "roofline.html_decision")
+    parts = [f"<h2>{escape(tr('roofline.html_heading'))}</h2>",
+             "<table><tr>" + "".join(f"<th>{escape(tr(c))}</th>" for c in cols) + "</tr>"]
+    for e in entries:
+        m, wl = e["metrics"], e.get("workload") or {}
+        frac = m.get("fraction_of_ceiling")
+        cells = (e.get("exercise", ""), e.get("challenge", ""),
+                 ", ".join(f"{k}={v}" for k, v in (wl.get("shape") or {}).items()),
+                 f"{m['achieved']:,.1f} {m.get('unit', '')}", "-" if frac is None else f"{100 * frac:.1f}%",
+                 f"{m.get('ratio_to_baseline', 0):.3f}x {wl.get('baseline', '')}", e.get("decision", ""))
+        parts.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+    parts.append("</table>")
+    name = record.get("roofline")
+    png = Path(folder) / name if folder is not None and isinstance(name, str) and Path(name).name == name \
+        and name.endswith(".png") else None  # a bare file name beside the record, nothing else
+    if png is not None and png.is_file():
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        alt = escape(tr("roofline.html_alt", profile=entries[0]["evidence"].get("profile", "?")))
+        parts.append(f"<p><img class='roofline' alt='{alt}' src='data:image/png;base64,{data}'></p>")
+    return parts
+
+
+def feedback_html(record: dict[str, Any], folder: Path | None = None) -> str:
+    """The page of ``record``; ``folder`` is where the record's files lie (its roofline PNG)."""
     lang = "zh-CN" if language() == "zh" else "en"
     total = tr("loop.html_total", points=f"{record['points']:g}", max_points=f"{record['max_points']:g}")
     title = escape(tr("loop.html_title", student=record.get("student", record["target"])))
@@ -80,6 +113,7 @@ def feedback_html(record: dict[str, Any]) -> str:
                          f"<td>{won:.3g}/{possible:.3g}</td>"
                          f"<td class='{_status_class(t['outcome'])}'>{escape(tr('loop.outcome_' + t['outcome']))}</td></tr>")
         parts.append("</table>")
+    parts += _performance_section(record, folder)
     if record["flags"]:
         parts.append(f"<h2>{tr('loop.html_flags')}</h2>")
         for fl in record["flags"]:

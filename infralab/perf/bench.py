@@ -2,7 +2,9 @@
 
 Prints, per challenge and shape: achieved GB/s or TFLOP/s, % of the profile's ceiling, the
 ratio to the same-run baseline, the bar reached (challenge / pass / below pass), the decision
-(accept / tune / reject) and the environment; ``--record`` writes them into a result record.
+(accept / tune / reject) and the environment; ``--record`` writes them into a result record, with
+the roofline of the measured kernels beside it (``<record>.roofline.png``, named by the record's
+``roofline`` field; infralab.perf.roofline).
 Without a CUDA GPU it says so and exits cleanly (a CPU run is never a performance result).
 """
 from __future__ import annotations
@@ -82,12 +84,24 @@ def run(args: argparse.Namespace) -> int:
                           flags=[{"exercise": e["exercise"], "challenge": e["challenge"], "flag": f}
                                  for e in entries for f in e.get("flags", [])])
     if args.record:
+        roofline_line = _roofline(record, course, args.record)
         write_record(record, args.record)
     if args.json:
         print(json.dumps(record, indent=2, ensure_ascii=False))
     else:
         print_bench(entries, profile)
+    if args.record:
+        print(roofline_line, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the record
     return 0 if all(e["decision"] == "accept" for e in entries) else 1
+
+
+def _roofline(record: dict[str, Any], course: Course, record_path: str) -> str:
+    """Draw the roofline beside the record (its ``roofline`` field names the PNG); the line to print."""
+    from infralab.perf.roofline import RooflineUnavailable, draw_beside
+    try:
+        return draw_beside(record, course, record_path)
+    except RooflineUnavailable as e:
+        return str(e)
 
 
 def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profile, target: str, *,

@@ -25,7 +25,7 @@ from infralab.perf.kernel_audit import audit
 from infralab.perf.harness import (SamplingPolicy, Timer, Timing, calls_per_sample, sample_interleaved,
                                    wall_mismatch, warm_up)
 from infralab.perf.profiles import Profile
-from infralab.perf.spec import METRICS, work_amount
+from infralab.perf.spec import METRICS, work_amounts
 from infralab.perf.workloads import WORKLOADS, Workload
 from infralab.testing import Mismatch, assert_close
 
@@ -146,12 +146,13 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     opts = {**wl.options, **challenge["options"]}
     dtype = challenge["dtype"]
     baseline_fn = wl.baselines[challenge["baseline"]]
-    amount = work_amount(challenge, shape)
+    amounts = work_amounts(challenge, shape)  # bytes and/or flops: the metric's, and the other for the roofline
+    amount = amounts[METRICS[challenge["metric"]][0]]
     unit = METRICS[challenge["metric"]][1]
     entry: dict[str, Any] = {
         "exercise": exercise, "challenge": challenge["id"],
         "workload": {"name": wl.name, "shape": dict(shape), "dtype": dtype, "options": opts,
-                     "metric": challenge["metric"], METRICS[challenge["metric"]][0]: amount,
+                     "metric": challenge["metric"], **amounts,
                      "baseline": challenge["baseline"]},
         "candidate": {"target": target, "exercise": exercise, "function": wl.function},
         "environment": gpu_environment() if device == "cuda" else {"device": device},

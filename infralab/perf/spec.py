@@ -8,6 +8,8 @@ One entry::
       dtype: bfloat16
       metric: bandwidth                  # bandwidth (GB/s, needs `bytes`) or throughput (TFLOP/s, needs `flops`)
       bytes: "4*M*N*s + N*s"             # arithmetic over the shape's names, `s` (bytes per element) and options
+      flops: "5*M*N"                     # optional here (the metric is bandwidth): with both, the roofline
+                                         # (infralab.perf.roofline) places the kernel at flops/bytes
       baseline: eager                    # one of the workload's baselines, timed interleaved in the same run
       pass: {fraction: 0.60, of: copy_gbps}        # `of`: a profile ceiling, or `baseline` (same-run speed ratio)
       challenge: {fraction: 0.80, of: copy_gbps}
@@ -71,9 +73,15 @@ def formula_names(shape: dict[str, int], dtype: str, options: dict[str, Any]) ->
 
 
 def work_amount(challenge: dict[str, Any], shape: dict[str, int]) -> float:
-    """Bytes moved or FLOPs done by one call at ``shape``."""
-    key = METRICS[challenge["metric"]][0]
-    return evaluate(challenge[key], formula_names(shape, challenge["dtype"], challenge["options"]))
+    """Bytes moved or FLOPs done by one call at ``shape``: the amount the challenge's metric counts."""
+    return work_amounts(challenge, shape)[METRICS[challenge["metric"]][0]]
+
+
+def work_amounts(challenge: dict[str, Any], shape: dict[str, int]) -> dict[str, float]:
+    """Every amount the challenge declares at ``shape``: ``bytes`` and/or ``flops`` (the metric's one
+    always; the other when declared, for the roofline's arithmetic intensity)."""
+    names = formula_names(shape, challenge["dtype"], challenge["options"])
+    return {key: evaluate(challenge[key], names) for key, _ in METRICS.values() if isinstance(challenge.get(key), str)}
 
 
 def _threshold(file: Path, key: str, raw: Any) -> dict[str, Any]:
@@ -113,6 +121,10 @@ def validate_challenge(file: Path | str, key: str, raw: dict[str, Any]) -> dict[
     if not isinstance(raw.get(formula_key), str):
         raise CourseError(file, f"{key}.{formula_key}", f"a formula string (metric {raw['metric']} needs it)",
                           raw.get(formula_key))
+    declared = [k for k, _ in METRICS.values() if raw.get(k) is not None]  # the metric's, and the other if given
+    for k in declared:
+        if not isinstance(raw[k], str):
+            raise CourseError(file, f"{key}.{k}", "a formula string", raw[k])
     if raw["baseline"] not in wl.baselines:
         raise CourseError(file, f"{key}.baseline", f"one of workload {wl.name}'s baselines {sorted(wl.baselines)}",
                           raw["baseline"])
@@ -130,12 +142,13 @@ def validate_challenge(file: Path | str, key: str, raw: dict[str, Any]) -> dict[
         for d, v in shape.items():
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise CourseError(file, f"{key}.shapes[{i}].{d}", "a positive integer", v)
-        try:
-            amount = work_amount(out, shape)
-        except ValueError as e:
-            raise CourseError(file, f"{key}.{formula_key}", "a valid formula", str(e)) from None
-        if amount <= 0:
-            raise CourseError(file, f"{key}.{formula_key}", f"a positive amount at shape {shape}", amount)
+        for k in declared:
+            try:
+                amount = evaluate(raw[k], formula_names(shape, raw["dtype"], out["options"]))
+            except ValueError as e:
+                raise CourseError(file, f"{key}.{k}", "a valid formula", str(e)) from None
+            if amount <= 0:
+                raise CourseError(file, f"{key}.{k}", f"a positive amount at shape {shape}", amount)
     out["pass"] = _threshold(file, f"{key}.pass", raw["pass"])
     out["challenge"] = _threshold(file, f"{key}.challenge", raw["challenge"])
     if out["pass"]["of"] == out["challenge"]["of"] and out["pass"]["fraction"] > out["challenge"]["fraction"]:
