@@ -72,3 +72,26 @@ def test_the_chinese_feedback_page_renders_in_chromium_without_console_errors(mi
     done = _chromium(f"--screenshot={shot}", "--window-size=1000,900", page.as_uri())
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_BROWSER)
+def test_a_gpu_records_page_shows_its_roofline_in_chromium(tmp_path, monkeypatch):
+    """The committed H200 bench record's page: the GPU table and the embedded roofline render."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (the dev extra): no roofline to show")
+    import json
+
+    from infralab.outputs.files import write_outputs
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+    record = json.loads((ROOT / "benchmarks/results/h200-final-bench-rmsnorm.json").read_text(encoding="utf-8"))
+    write_outputs(record, load_course(ROOT), tmp_path)
+    page = tmp_path / "feedback.html"
+    dom = _chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "GPU 性能" in dom.stdout and "data:image/png;base64," in dom.stdout
+    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "feedback_roofline_zh.png"
+    shot.unlink(missing_ok=True)
+    done = _chromium(f"--screenshot={shot}", "--window-size=1000,1400", page.as_uri())
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
