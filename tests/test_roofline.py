@@ -135,3 +135,15 @@ def test_infralab_bench_record_writes_the_roofline_beside_it_or_says_why_not(tmp
         return
     assert saved["roofline"] == "bench.roofline.png" and (path.parent / saved["roofline"]).is_file()
     assert f"roofline: {path.parent / 'bench.roofline.png'}" in out
+
+
+def test_infralab_bench_speaks_chinese_on_a_cpu(tmp_path, monkeypatch, capsys):
+    from infralab import cli
+    from infralab.perf import bench
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+    monkeypatch.setattr(bench, "current_device", lambda: None)  # a CPU, even where a GPU is
+    assert cli.main(["bench", "part03_kernels.rmsnorm", "--record", str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "没有 CUDA GPU" in out and "从来不是性能结果" in out, out
+    assert cli.main(["bench", "part03_kernels.rmsnorm", "--challenge", "huge"]) == 0
+    assert "没有名为 huge 的性能挑战" in capsys.readouterr().out

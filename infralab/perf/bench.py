@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from infralab.course import Course, Exercise, load_course
+from infralab.i18n import tr
 from infralab.perf.decision import evidence
 from infralab.perf.profiles import Profile, current_device, detect, load_profiles
 from infralab.record import build_record, write_record
@@ -41,7 +42,7 @@ def _exercise(course: Course, name: str) -> Exercise:
         found = tuple(e for e in found if e.perf)
     if len(found) != 1:
         from infralab.errors import InfralabError
-        raise InfralabError(f"no single exercise named {name!r}")
+        raise InfralabError(tr("bench.no_exercise", name=name))
     return found[0]
 
 
@@ -50,10 +51,10 @@ def _profile(args, course: Course) -> tuple[Profile | None, str]:
     dev = current_device()
     if args.profile:
         if dev is None:
-            return None, "no CUDA GPU on this machine: performance challenges need a GPU"
+            return None, tr("bench.no_gpu")
         if args.profile not in profiles:
-            return None, f"no profile {args.profile!r}"
-        return profiles[args.profile], f"profile {args.profile} chosen with --profile"
+            return None, tr("bench.unknown_profile", name=args.profile, known=", ".join(sorted(profiles)))
+        return profiles[args.profile], tr("bench.profile_chosen", name=args.profile)
     return detect(profiles, dev)
 
 
@@ -64,14 +65,12 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     challenges = [c for c in ex.perf if not args.challenge or c["id"] in args.challenge]
     if not challenges:
-        print(f"infralab bench: {ex.id} declares no performance challenge"
-              + (f" named {args.challenge}" if args.challenge else ""))
+        print(tr("bench.no_challenge_named", exercise=ex.id, names=", ".join(args.challenge)) if args.challenge
+              else tr("bench.no_challenge", exercise=ex.id))
         return 0
     profile, reason = _profile(args, course)
     if profile is None or not profile.runs_perf:
-        print(f"infralab bench {ex.id}: {reason}. No registered GPU: nothing was timed "
-              f"(on a CPU, `pytest` checks correctness under the Triton interpreter; that is a logic check, "
-              f"never a performance result).")
+        print(tr("bench.nothing_timed", exercise=ex.id, reason=reason))
         if args.record:
             write_record(build_record(course, args.target, "bench", [], started=started,
                                       duration_s=time.perf_counter() - t0, exercise_ids=[ex.id],
@@ -141,9 +140,9 @@ def print_bench(entries: list[dict[str, Any]], profile: Profile) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"profile {profile.name} ({profile.status})")
-    for col in ("challenge", "shape", "achieved", "% ceiling", "vs baseline", "bar", "decision"):
-        table.add_column(col)
+    table = Table(title=tr("bench.table_title", name=profile.name, status=profile.status))
+    for col in ("challenge", "shape", "achieved", "ceiling", "baseline", "bar", "decision"):
+        table.add_column(tr(f"bench.col_{col}"))
     for e in entries:
         m = e.get("metrics") or {}
         shape = ",".join(f"{k}={v}" for k, v in (e.get("workload", {}).get("shape") or {}).items())
@@ -159,4 +158,4 @@ def print_bench(entries: list[dict[str, Any]], profile: Profile) -> None:
         console.print(f"{e['challenge']}: {e['reason']}")
     if entries and entries[0].get("environment"):
         env = entries[0]["environment"]
-        console.print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()))
+        console.print(tr("bench.environment", env=", ".join(f"{k}={v}" for k, v in env.items())))

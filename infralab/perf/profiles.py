@@ -15,6 +15,7 @@ from typing import Any
 
 from infralab.course import load_yaml
 from infralab.errors import CourseError
+from infralab.i18n import tr
 
 # Ceilings a profile that runs performance challenges must give, and what they mean.
 CEILINGS = {
@@ -193,15 +194,15 @@ def detect(profiles: dict[str, Profile], dev: DeviceInfo | None) -> tuple[Profil
     """
     if dev is None:
         cpu = profiles.get("cpu")
-        return cpu, "no CUDA GPU on this machine: performance challenges need a GPU with a registered profile"
+        return cpu, tr("bench.no_gpu")
     found = []
     for prof in profiles.values():
         if prof.matches(dev):
             best = max(len(p) for p in prof.name_patterns if re.search(p, dev.name, re.IGNORECASE))
             found.append((best, prof.name, prof))
     if not found:
-        return None, (f"{dev.name} (sm_{dev.capability[0]}{dev.capability[1]}, {dev.memory_gib:.0f} GiB) has no "
-                      f"registered profile: run `infralab profile calibrate` to measure it and register one")
+        return None, tr("bench.unregistered_gpu", device=dev.name, capability=f"{dev.capability[0]}{dev.capability[1]}",
+                        memory=f"{dev.memory_gib:.0f}")
     found.sort(key=lambda t: (-t[0], t[1]))
     prof = found[0][2]
-    return prof, f"{dev.name} matches profile {prof.name} ({prof.status})"
+    return prof, tr("bench.profile_matched", device=dev.name, name=prof.name, status=prof.status)
