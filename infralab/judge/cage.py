@@ -37,7 +37,8 @@ from infralab.i18n import tr
 from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
 from infralab.judge.config import JudgeConfig
 
-KIT_FILES = ("boot.py", "executor.py", "wire.py")
+KIT_FILES = ("boot.py", "executor.py", "wire.py", "perf_ops.py")
+PERF_FILES = ("__init__.py", "checked.py", "workloads.py", "kernel_audit.py")  # what perf_ops.py imports
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt")  # the host folders in the executor's root (read-only)
 UNSHARE = ("unshare", "--net", "--mount", "--pid", "--ipc", "--cgroup", "--fork")
 _uid_counter = iter(range(10**6))
@@ -140,6 +141,9 @@ class Cage:
         (kit / "infralab" / "__init__.py").write_text("")
         for name in ("guards.py", "opclasses.py", "triton_watch.py", "distributed.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
+        (kit / "infralab" / "perf").mkdir()
+        for name in PERF_FILES:
+            shutil.copyfile(here.parent / "perf" / name, kit / "infralab" / "perf" / name)
         shutil.copytree(here.parent / "i18n", kit / "infralab" / "i18n",
                         ignore=shutil.ignore_patterns("__pycache__"))  # the guards' messages
         for rel, src in code.items():

@@ -7,6 +7,7 @@ those pipe ends. Its stdout and stderr go to a capped pipe the judge drains. Req
     {"op": "import", "module": "part01_transformer.rmsnorm"}      -> handle of the module
     {"op": "getattr", "h": 1, "name": "rms_norm"}               -> {"$callable": ...} or a value
     {"op": "call", "h": 1, "name": "rms_norm", "args": [...], "kwargs": {...}}
+    {"op": "perf_prepare" | "perf_run" | "perf_fetch", ...}   -> a performance challenge (perf_ops.py)
 
 Answers: ``{"ok": value, "writeback": {...}, "sync": n}`` or ``{"error": {"type", "message",
 "traceback"}, "sync": n}``. Flags (audit events, tampering with torch, guards tripped) leave the
@@ -101,6 +102,7 @@ def main() -> int:
 
     import wire
     from infralab import distributed, guards, i18n  # noqa: F401 - before the audit hook: the harness importing itself is no flag
+    import perf_ops  # the performance challenges' side (its timer snapshot is taken now, before student code)
 
     i18n.catalog()  # loaded now: its modules are the harness's, not the student's imports
     flag = _flag_sender(config["fds"][2], wire.send)
@@ -114,7 +116,9 @@ def main() -> int:
     _own.append(os.path.dirname(config["code"]) + "/")
     sys.addaudithook(_auditor(flag))
     wire.send(config["fds"][1], {"ready": True})
-    Session(config, torch, wire, originals, guards, flag).serve()
+    session = Session(config, torch, wire, originals, guards, flag)
+    session.perf = perf_ops.PerfOps(session)
+    session.serve()
     return 0
 
 
@@ -132,6 +136,7 @@ class Session:
                        "executor.flag": flag}
         self.objects: dict[int, object] = {}
         self.object_banned: dict[int, tuple[str, str]] = {}  # handle -> (module, where)
+        self.perf = None  # perf_ops.PerfOps, set by main()
 
     # -- the student's objects -------------------------------------------------------------
     def handle(self, obj, module: str) -> dict:
@@ -214,6 +219,8 @@ class Session:
             return {"ok": enc.encode(obj)}, enc.tensors
         if op == "run_ranks":
             return self.run_ranks(request, tensors)
+        if op in self.perf.OPS:  # a performance challenge (infralab grade --gpu): perf_ops.py
+            return self.perf.handle(request)
         h = request["h"]
         if h not in self.objects:
             raise LookupError(f"unknown handle {h}")

@@ -268,6 +268,13 @@ class IsolatedTarget:
         self._read_flags(answer.get("sync"))
         return answer, out
 
+    def ask(self, what: str, header: dict, slow: bool = False) -> Any:
+        """One request of the judge's own protocol (a performance challenge: infralab.perf.caged), its
+        answer decoded; an error in the executor raises here. ``slow``: a call that may compile."""
+        answer, out = self._request(what, header, {}, timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s
+                                    if slow else None)
+        return self._answer(answer, out, self.generation)
+
     def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:
         def refuse(obj: Any) -> Any:
             if isinstance(obj, RemoteObject):
