@@ -53,12 +53,13 @@ class PerfOps:
     def handle(self, request: dict):
         op = request["op"]
         if op == "perf_prepare":
-            return {"ok": self.prepare(request)}, {}
-        if op == "perf_run":
-            return {"ok": self.run(request)}, {}
+            value = self.prepare(request)
+        elif op == "perf_run":
+            value = self.run(request)
+        else:
+            value, self.kept = self.kept, {}
         enc = self.session.encoder(self.module)
-        kept, self.kept = self.kept, {}
-        return {"ok": enc.encode({int(i): out for i, out in kept.items()})}, enc.tensors
+        return {"ok": enc.encode(value)}, enc.tensors
 
     def _candidate(self, module: str) -> checked.CheckedCandidate:
         if module not in self.candidates:

@@ -36,6 +36,7 @@ function, so the kit's tests run the whole protocol on a CPU with fakes.
 """
 from __future__ import annotations
 
+import ast
 import math
 import random
 import statistics
@@ -70,6 +71,7 @@ class CagedPolicy:
     warmup_s: float = 0.2
     null_trips: int = 5  # empty batches timed to learn the round trip's own cost
     input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
+    max_input_sets: int = 256  # distinct sets a batch cycles through (built twice: in the cage and by the judge)
 
 
 class Bench(Protocol):
@@ -103,12 +105,29 @@ class RemoteBench:
         return self.target.ask(f"{self.module}: outputs", {"op": "perf_fetch"})
 
 
+def _relative_imports(text: str) -> set[str]:
+    """Sibling modules a file imports relatively (``from .common import x``, ``from . import common``)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+    return found
+
+
 def submitted_kernels(remote_module: Any) -> tuple[frozenset[str], str | None]:
-    """The ``@triton.jit`` functions of the exercise's part, and torch.compile use, read by the judge
-    from the files it copied into the cage (never from what the executor says)."""
+    """The ``@triton.jit`` functions of the exercise's file, the sibling files it imports and the
+    files submitted in its part, and torch.compile use there: read by the judge from the files it
+    copied into the cage (never from what the executor says)."""
     target = remote_module._target
-    part = remote_module._module_name.split(".")[0]
-    files = sorted((target.cage.lib / "code" / target.package / part).glob("*.py"))
+    part, name = remote_module._module_name.split(".", 1)
+    folder = target.cage.lib / "code" / target.package / part
+    wanted = {name} | {m.split(".", 1)[1] for m in target.spec.overlays if m.split(".", 1)[0] == part}
+    wanted |= _relative_imports((folder / f"{name}.py").read_text(encoding="utf-8", errors="replace"))
+    files = sorted(folder / f"{m}.py" for m in wanted if (folder / f"{m}.py").is_file())
     texts = {f: f.read_text(encoding="utf-8", errors="replace") for f in files}
     problem = next((tr("perf.torch_compile", file=f"{part}/{f.name}", where=use)
                     for f, text in texts.items() if (use := torch_compile_use(text))), None)
@@ -328,7 +347,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
     one_cand = max(one_cand - cand.overhead_s, 1e-9)
     one_base = _warm(base, timer, clock, policy)
     calls = {"candidate": _calls_for(one_cand, policy), "baseline": _calls_for(one_base, policy)}
-    n_sets = max(2, min(max(calls.values()), policy.input_budget_bytes // set_bytes))
+    n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
     timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
