@@ -58,6 +58,7 @@ class CageLimits:
     output_cap_bytes: int = 64 << 10  # what is kept of the executor's stdout/stderr
     threads: int = 1  # torch threads in the executor (repeatable results, fair --jobs)
     hide: list[str] = field(default_factory=list)  # more folders to hide (the results folder, the class)
+    gpu: bool = False  # grade --gpu: the executor sees the judge's CUDA_VISIBLE_DEVICES and moves tensors there
 
     @classmethod
     def from_env(cls) -> "CageLimits":
@@ -155,7 +156,7 @@ class Cage:
                 (folder / "__init__.py").write_text("")
         self.home.mkdir()
         executor_config = {"code": str(self.lib / "code"), "package": package, **config.for_executor(),
-                           "threads": self.limits.threads}
+                           "threads": self.limits.threads, "gpu": self.limits.gpu}
         (self.lib / "executor.json").write_text(json.dumps(executor_config))
         (self.lib / "boot.json").write_text(json.dumps(self._boot_config()))
         for path in [self.tree, *self.lib.rglob("*"), self.lib]:
@@ -176,6 +177,8 @@ class Cage:
             env["INFRALAB_LANG"] = os.environ["INFRALAB_LANG"]
         if "TRITON_INTERPRET" in os.environ:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
+        if self.limits.gpu and "CUDA_VISIBLE_DEVICES" in os.environ:  # the worker's one GPU (infralab grade --gpu)
+            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
         return env
 
     def _uses_cuda(self) -> bool:

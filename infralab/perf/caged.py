@@ -43,6 +43,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from infralab.i18n import tr
@@ -437,11 +438,25 @@ def measure_in_cage(remote_module: Any, challenge: dict[str, Any], shape: dict[s
                                source_problem=problem if triton else None, device=device)
 
 
+PERF_TEST_FILE = "test_perf.py"  # beside a part's hidden tests: its exercises' challenges
+PERF_TEST = "test_kernel_is_correct_and_reaches_the_pass_bar"
+
+
+def perf_cases(course: Any, exercises: Any) -> list[str]:
+    """pytest node ids of the performance challenges of ``exercises`` (every shape of each), for the
+    pytest run of ``grade --gpu``."""
+    from infralab.perf.spec import case_id
+    out = []
+    for ex in exercises:
+        file = (Path(course.root) / ex.hidden_tests).parent / PERF_TEST_FILE
+        if ex.perf and file.is_file():
+            out += [f"{file}::{PERF_TEST}[{case_id(ex.name, c, shape)}]" for c in ex.perf for shape in c["shapes"]]
+    return out
+
+
 def is_caged(module: Any) -> bool:
     """Whether ``module`` (what ``impl(...)`` returned) lives in a caged executor."""
     from infralab.judge.isolated import RemoteModule
     return isinstance(module, RemoteModule)
 
 
-__all__ = ["CagedPolicy", "RemoteBench", "JudgeClock", "run_caged_challenge", "measure_in_cage", "is_caged",
-           "clock_disagreement", "submitted_kernels"]
