@@ -128,11 +128,20 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going
         record = _error_record(course, ids, student, f"{type(e).__name__}: {e}")
-    for ex in record["exercises"]:  # the staging folder's path differs between runs; the student does not
-        for t in ex["tests"]:
+    return _with_intake(named_after_student(record, staged, student), student, intake)
+
+
+def named_after_student(record: dict[str, Any], staged: str, student: str) -> dict[str, Any]:
+    """The record's tests and perf entries name the student, not the staging folder (whose path differs
+    between runs; a leaderboard ranks by this name)."""
+    for ex in record.get("exercises", []):
+        for t in ex.get("tests", []):
             if t.get("target") == staged:
                 t["target"] = student
-    return _with_intake(record, student, intake)
+    for e in record.get("perf", []):
+        if (e.get("candidate") or {}).get("target") == staged:
+            e["candidate"]["target"] = student
+    return record
 
 
 def _with_intake(record: dict[str, Any], student: str, intake: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from infralab.cli import main
 from infralab.course import load_course
 from infralab.errors import InfralabError
 from infralab.gpu_workers import gpu_devices
-from infralab.grade import run_local
+from infralab.grade import named_after_student, run_local
 from infralab.judge import wire
 from infralab.perf.caged import perf_cases
 
@@ -94,3 +94,10 @@ def test_a_tensor_that_lived_on_the_gpu_says_so_on_the_wire():
     assert seen == [True, False]
     enc = wire.Encoder(lambda o: None)
     assert enc.encode(t) == {"$t": "t0"}  # a CPU tensor carries no device
+
+
+def test_perf_entries_of_a_grading_name_the_student_not_the_staging_folder():
+    record = {"exercises": [{"tests": [{"target": "/tmp/stage/alice"}]}],
+              "perf": [{"candidate": {"target": "/tmp/stage/alice", "exercise": "part03_kernels.softmax"}}]}
+    named = named_after_student(record, "/tmp/stage/alice", "alice")
+    assert named["perf"][0]["candidate"]["target"] == "alice" and named["exercises"][0]["tests"][0]["target"] == "alice"
