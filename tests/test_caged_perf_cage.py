@@ -58,7 +58,7 @@ def vector_add(x, y):
 
 def caged_entry(submission: Path) -> dict:
     target = IsolatedTarget(submission_target(submission, ROOT), JudgeConfig.from_course(COURSE),
-                            CageLimits(call_timeout_s=60.0, budget_s=240.0))
+                            CageLimits(call_timeout_s=60.0, budget_s=240.0, gpu=True))  # perf_ops is loaded
     try:
         module = target.load(EXERCISE)
         own, problem = submitted_kernels(module)

@@ -7,7 +7,8 @@ those pipe ends. Its stdout and stderr go to a capped pipe the judge drains. Req
     {"op": "import", "module": "part01_transformer.rmsnorm"}      -> handle of the module
     {"op": "getattr", "h": 1, "name": "rms_norm"}               -> {"$callable": ...} or a value
     {"op": "call", "h": 1, "name": "rms_norm", "args": [...], "kwargs": {...}}
-    {"op": "perf_prepare" | "perf_run" | "perf_fetch", ...}   -> a performance challenge (perf_ops.py)
+    {"op": "perf_prepare" | "perf_run" | "perf_fetch", ...}   -> a performance challenge (perf_ops.py,
+                                                                loaded only with grade --gpu)
 
 Answers: ``{"ok": value, "writeback": {...}, "sync": n}`` or ``{"error": {"type", "message",
 "traceback"}, "sync": n}``. Flags (audit events, tampering with torch, guards tripped) leave the
@@ -102,7 +103,9 @@ def main() -> int:
 
     import wire
     from infralab import distributed, guards, i18n  # noqa: F401 - before the audit hook: the harness importing itself is no flag
-    import perf_ops  # the performance challenges' side (its timer snapshot is taken now, before student code)
+    perf_ops = None
+    if config.get("gpu"):  # grade --gpu: the challenges' side (its timer snapshot is taken now, before student code)
+        import perf_ops
 
     i18n.catalog()  # loaded now: its modules are the harness's, not the student's imports
     flag = _flag_sender(config["fds"][2], wire.send)
@@ -117,7 +120,7 @@ def main() -> int:
     sys.addaudithook(_auditor(flag))
     wire.send(config["fds"][1], {"ready": True})
     session = Session(config, torch, wire, originals, guards, flag)
-    session.perf = perf_ops.PerfOps(session)
+    session.perf = perf_ops.PerfOps(session) if perf_ops is not None else None
     session.serve()
     return 0
 
@@ -223,7 +226,7 @@ class Session:
             return {"ok": enc.encode(obj)}, enc.tensors
         if op == "run_ranks":
             return self.run_ranks(request, tensors)
-        if op in self.perf.OPS:  # a performance challenge (infralab grade --gpu): perf_ops.py
+        if self.perf is not None and op in self.perf.OPS:  # a performance challenge (grade --gpu): perf_ops.py
             return self.perf.handle(request)
         h = request["h"]
         if h not in self.objects:

@@ -20,8 +20,9 @@ decides anything, it only runs what the judge asks and sends back what the judge
     the kept outputs, ``{call: outputs}``, as CPU tensors over the wire; then forgets them.
 
 Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads`` and
-``kernel_audit``; imported by the executor before any student code, so the functions bound here
-(``torch.cuda.synchronize``) are the real ones.
+``kernel_audit``; imported by the executor before any student code, and only with ``--gpu`` (the
+cage's ``gpu`` setting: its import costs every executor start about 0.1 s), so the functions bound
+here (``torch.cuda.synchronize``) and the timer snapshot are the real ones.
 """
 from __future__ import annotations
 
