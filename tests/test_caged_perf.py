@@ -53,7 +53,7 @@ class FakeBench:
         self.requests: list[dict] = []
         self.kept: dict[int, tuple] = {}
 
-    def prepare(self, *, workload, shape, dtype, options, seeds, ragged, device, poison):
+    def prepare(self, *, workload, shape, dtype, options, seeds, ragged, device, poison, poison_bytes=0):
         self.seeds += seeds
         self.wl, self.opts = WORKLOADS[workload], options
         self.sets = [self.wl.make_inputs(shape, dtype, options, s, "cpu", ragged=ragged) for s in seeds]

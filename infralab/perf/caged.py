@@ -79,7 +79,7 @@ class Bench(Protocol):
     """The executor's side of a challenge, as the judge sees it (:class:`RemoteBench`, or a fake)."""
 
     def prepare(self, *, workload: str, shape: dict, dtype: str, options: dict, seeds: list[int], ragged: bool,
-                device: str, poison: bool) -> dict: ...
+                device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
 
     def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False) -> dict: ...
 
@@ -306,9 +306,10 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
                                        for s in wl.gate_shapes]
     for case_shape, dt, ragged in cases:
         s = seed()
+        inputs = wl.make_inputs(dict(case_shape), dt, opts, s, device, ragged=ragged)  # the judge's own copy
         try:
             info = bench.prepare(workload=wl.name, shape=dict(case_shape), dtype=dt, options=opts, seeds=[s],
-                                 ragged=ragged, device=device, poison=True)
+                                 ragged=ragged, device=device, poison=True, poison_bytes=4 * _nbytes(inputs) + 2**20)
             if info.get("problem"):  # a torch.compile'd object on the loaded module
                 return str(info["problem"]), True
             bench.run(1, 0, [0], gate=True)
@@ -316,7 +317,6 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
         except Exception as exc:  # noqa: BLE001 - crashed, NotImplementedError, a guard: the gate fails
             problem = f"{type(exc).__name__}: {first_line(exc)}"
         else:
-            inputs = wl.make_inputs(dict(case_shape), dt, opts, s, device, ragged=ragged)
             problem = "no output came back" if got is None else check_outputs(wl, _on(got, device), inputs, opts)
         if problem:
             return (tr("gpugrade.gate_ragged", shape=case_shape, dtype="" if dt == dtype else f" in {dt}",
@@ -332,6 +332,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 
     def use_sets(n: int) -> None:
         chosen = [seed() for _ in range(n)]
+        cand.sets = base.sets = []  # the judge's copies of the round before go first (device memory)
         bench.prepare(workload=wl.name, shape=dict(shape), dtype=dtype, options=opts, seeds=chosen, ragged=False,
                       device=device, poison=False)
         cand.sets = base.sets = [wl.make_inputs(dict(shape), dtype, opts, s, device) for s in chosen]
