@@ -41,4 +41,10 @@ MESSAGES = {
         "GPU 测试和性能挑战只有在有 CUDA GPU 的机器上加 --gpu（infralab grade --gpu）时才在隔离评测中运行；"
         "否则 Triton 核在解释器下检查",
     ),
+    "gpugrade.cage_gpu": (
+        "GPU visible (CUDA_VISIBLE_DEVICES={devices}), CUDA started before student code, its device nodes bound; "
+        "no address-space limit (CUDA needs it), the memory cgroup still holds",
+        "GPU 可见（CUDA_VISIBLE_DEVICES={devices}），CUDA 在学生代码之前初始化，设备节点已绑定；"
+        "不限制地址空间（CUDA 需要），内存 cgroup 仍然生效",
+    ),
 }

@@ -22,6 +22,7 @@ platform is said in :meth:`Cage.protections`, as missing, with the reason.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -188,7 +189,7 @@ class Cage:
     def rlimits(self) -> dict[str, int]:
         limits = {"cpu": int(self.limits.budget_s) + 10, "nofile": self.limits.nofile,
                   "fsize": self.limits.fsize_bytes, "core": 0}
-        if not self._uses_cuda():
+        if not self.limits.gpu and not self._uses_cuda():  # CUDA needs a large virtual address space
             limits["as"] = self.limits.memory_bytes
         if self.uid is not None:
             limits["nproc"] = self.limits.nproc
@@ -206,6 +207,7 @@ class Cage:
             "uid": self.uid, "gid": self.uid, "cwd": str(self.home), "python": python,
             "executor": str(self.lib / "kit" / "executor.py"), "executor_config": str(self.lib / "executor.json"),
             "env": self._env(),
+            "devices": sorted(glob.glob("/dev/nvidia*")) if self.limits.gpu else [],  # grade --gpu: the GPU's nodes
         }
 
     # -- the process --------------------------------------------------------------------------
@@ -305,6 +307,8 @@ class Cage:
             "output_cap_bytes": self.limits.output_cap_bytes,
             "environment": "scrubbed", "files": "allowlisted exercise modules copied into a fresh tree",
             "wire": "JSON + safetensors, no pickle",
+            **({"gpu": tr("gpugrade.cage_gpu", devices=os.environ.get("CUDA_VISIBLE_DEVICES", "all"))}
+               if self.limits.gpu else {}),
         }
 
 

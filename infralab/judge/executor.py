@@ -106,6 +106,8 @@ def main() -> int:
     perf_ops = None
     if config.get("gpu"):  # grade --gpu: the challenges' side (its timer snapshot is taken now, before student code)
         import perf_ops
+        if torch.cuda.is_available():  # CUDA starts now: CUDA_VISIBLE_DEVICES set by student code changes nothing
+            torch.cuda.init()
 
     i18n.catalog()  # loaded now: its modules are the harness's, not the student's imports
     flag = _flag_sender(config["fds"][2], wire.send)
