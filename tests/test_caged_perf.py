@@ -196,3 +196,19 @@ def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_ba
     bench = FakeBench(Right, clock)
     e = run(bench, clock, source_problem="part03_kernels/vector_add.py: line 3: torch.compile")
     assert e["decision"] == "reject" and "torch.compile" in e["reason"] and bench.requests == []
+
+
+class BannedWhenTimed(FakeBench):
+    """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
+
+    def run(self, calls, start, keep, *, gate=False, profile=False):
+        if calls and not gate:
+            raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
+        return super().run(calls, start, keep, gate=gate, profile=profile)
+
+
+def test_a_guard_tripped_in_a_timed_call_rejects_with_the_cages_error(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(BannedWhenTimed(Right, clock), clock)
+    assert e["decision"] == "reject" and "a timed call failed" in e["reason"] and "aten.add" in e["reason"]
