@@ -359,11 +359,11 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
         use_sets(n_sets)
         aside = None
         if profile_batches:
-            def profiled(runner, n, start, rnd=rnd) -> None:
-                answer = bench.run(n, start, [], profile=True)
+            def profiled(runner, calls_in_batch, start, rnd=rnd) -> None:
+                answer = bench.run(calls_in_batch, start, [], profile=True)
                 kernels = [Kernel(str(k[0]), k[1] if isinstance(k[1], int) else None, str(k[2]))
-                               for k in answer.get("kernels") or []]
-                found = audit(kernels, own_kernels, [str(n) for n in answer.get("launched") or []])
+                           for k in answer.get("kernels") or []]
+                found = audit(kernels, own_kernels, [str(name) for name in answer.get("launched") or []])
                 audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
