@@ -219,6 +219,8 @@ def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[d
         _ray_init(ray, jobs, address)
         started = True
     try:
+        if gpu and ray.cluster_resources().get("GPU", 0) < 1:  # tasks asking for a GPU would wait for ever
+            raise InfralabError(tr("gpugrade.no_cuda", reason="the Ray cluster offers no GPU"))
         remote = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0)(grade_one)  # Ray sets the GPU
         pending = [remote.remote(*t) for t in tasks]
         records = []
