@@ -3,6 +3,7 @@ machine without CUDA, the pytest node ids of the challenges, and tensors that li
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 import time
 from pathlib import Path
@@ -101,3 +102,14 @@ def test_perf_entries_of_a_grading_name_the_student_not_the_staging_folder():
               "perf": [{"candidate": {"target": "/tmp/stage/alice", "exercise": "part03_kernels.softmax"}}]}
     named = named_after_student(record, "/tmp/stage/alice", "alice")
     assert named["perf"][0]["candidate"]["target"] == "alice" and named["exercises"][0]["tests"][0]["target"] == "alice"
+
+
+def test_a_ray_cluster_without_gpus_is_one_line_not_tasks_waiting_for_ever(monkeypatch):
+    import types
+
+    from infralab.grade import run_ray
+    fake = types.SimpleNamespace(is_initialized=lambda: True, cluster_resources=lambda: {"CPU": 2.0},
+                                 remote=lambda **kw: pytest.fail("a task was submitted"))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with pytest.raises(InfralabError, match="Ray cluster offers no GPU"):
+        run_ray([("alice",)], 1, None, lambda r: None, gpu=True)
