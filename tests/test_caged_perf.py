@@ -212,3 +212,21 @@ def test_a_guard_tripped_in_a_timed_call_rejects_with_the_cages_error(eager_base
     eager_baseline(clock)
     e = run(BannedWhenTimed(Right, clock), clock)
     assert e["decision"] == "reject" and "a timed call failed" in e["reason"] and "aten.add" in e["reason"]
+
+
+def test_a_replaced_part_of_the_executors_challenge_side_is_a_disabled_guard(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "infralab" / "judge"))  # as in the cage: the kit's folder on the path
+    import executor
+    import perf_ops
+
+    from infralab import guards
+    from infralab.judge import wire
+    monkeypatch.setattr(executor, "flag", lambda kind, detail: None)  # main() binds the flag channel's sender
+    session = executor.Session({"code": str(tmp_path), "package": "exercises"}, torch, wire, {}, guards,
+                               executor.flag)
+    session.perf = perf_ops.PerfOps(session)
+    session.intact.update(session.perf_parts())
+    assert session.lost_guards() == []
+    monkeypatch.setattr(perf_ops.PerfOps, "_inner_timed", lambda self, batch: 1.0)
+    monkeypatch.setattr(perf_ops.checked, "tampered", lambda: [])
+    assert session.lost_guards() == ["PerfOps._inner_timed", "checked.tampered"]

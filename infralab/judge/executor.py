@@ -123,6 +123,7 @@ def main() -> int:
     wire.send(config["fds"][1], {"ready": True})
     session = Session(config, torch, wire, originals, guards, flag)
     session.perf = perf_ops.PerfOps(session) if perf_ops is not None else None
+    session.intact.update(session.perf_parts())
     session.serve()
     return 0
 
@@ -212,11 +213,19 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - an unencodable answer is an error answer
                 send(answers, {"error": describe(exc), "sync": sync}, {})
 
+    def perf_parts(self) -> dict:
+        """The challenges' side (grade --gpu): its class's functions and the checks it calls."""
+        if self.perf is None:
+            return {}
+        import perf_ops
+        return {**{f"PerfOps.{k}": v for k, v in vars(type(self.perf)).items()},
+                **{f"checked.{k}": v for k, v in vars(perf_ops.checked).items() if callable(v)}}
+
     def lost_guards(self) -> list[str]:
         """Names of the executor's and the guards' parts that no longer are what they were."""
         now = {**{f"Session.{k}": v for k, v in vars(Session).items()},
                **{f"guards.{k}": v for k, v in vars(self.guards).items() if callable(v)},
-               "executor.flag": globals().get("flag")}
+               "executor.flag": globals().get("flag"), **self.perf_parts()}
         return sorted(k for k, v in self.intact.items() if now.get(k) is not v)
 
     def dispatch(self, request: dict, tensors: dict):
