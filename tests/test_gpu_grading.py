@@ -113,3 +113,24 @@ def test_a_ray_cluster_without_gpus_is_one_line_not_tasks_waiting_for_ever(monke
     monkeypatch.setitem(sys.modules, "ray", fake)
     with pytest.raises(InfralabError, match="Ray cluster offers no GPU"):
         run_ray([("alice",)], 1, None, lambda r: None, gpu=True)
+
+
+def test_a_gpu_grading_runs_the_judge_on_the_workers_gpu_with_the_challenges(monkeypatch, tmp_path):
+    import json
+
+    import infralab.grade as grade
+    seen = {}
+
+    def fake_run_tests(course, run, env, wall_timeout_s):
+        seen.update(run=run, env=env)
+        return {"exercises": [], "flags": [], "protections": {}, "pytest_exit": 0}
+
+    monkeypatch.setattr(grade, "run_tests", fake_run_tests)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    options = {"exercises": ("part03_kernels.softmax",), "gpu": True}
+    intake = {"ignored_files": [], "flags": [], "notes": []}
+    grade.grade_one(str(ROOT), "alice", str(tmp_path), options, intake, device="6")
+    env, run = seen["env"], seen["run"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "6" and "TRITON_INTERPRET" not in env
+    assert json.loads(env["INFRALAB_JUDGE"])["gpu"] is True
+    assert run.extra_args[0] == "--gpu" and any("softmax-" in a for a in run.extra_args[1:])
