@@ -44,6 +44,8 @@ from infralab.release import require_hidden_tests
 from infralab.runner import TestRun, run_tests
 
 VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
+CALL_TIMEOUT_S = {False: 20.0, True: 180.0}  # per call; with --gpu a first call compiles and autotunes
+BUDGET_S = {False: 180.0, True: 1800.0}  # per exercise; with --gpu the challenges' gate, warm-up and rounds
 
 
 @dataclass
@@ -55,6 +57,7 @@ class GradeOptions:
     budget_s: float = 180.0
     memory_bytes: int = 4 << 30
     hide: list[str] = field(default_factory=list)
+    gpu: bool = False  # the executors see one GPU each; gpu tests and performance challenges run in the cage
 
     def __post_init__(self) -> None:  # the same rule as the CLI's option types, for every caller
         require_positive("--call-timeout", self.call_timeout_s)
@@ -65,7 +68,7 @@ class GradeOptions:
 
     def limits(self) -> CageLimits:
         return CageLimits(call_timeout_s=self.call_timeout_s, budget_s=self.budget_s,
-                          memory_bytes=self.memory_bytes, hide=list(self.hide))
+                          memory_bytes=self.memory_bytes, hide=list(self.hide), gpu=self.gpu)
 
 
 def _error_record(course: Course, exercise_ids: list[str], student: str, message: str,
@@ -81,12 +84,13 @@ def _error_record(course: Course, exercise_ids: list[str], student: str, message
 
 
 def grade_one(course_root: str, student: str, staged: str, options: dict[str, Any],
-              intake: dict[str, Any]) -> dict[str, Any]:
+              intake: dict[str, Any], device: str | None = None) -> dict[str, Any]:
     """Grade one staged submission; never raises (a failure is a record with a grading-error flag).
 
     ``intake`` is :meth:`Submission.report`: its flags and notes go into the record; a submission
     intake could not read is not graded. Plain arguments so the same function runs in a local
-    thread or as a Ray task.
+    thread or as a Ray task. ``device``: with ``gpu``, the one GPU this worker holds (None: the
+    ``CUDA_VISIBLE_DEVICES`` it runs with, as Ray sets it).
     """
     try:
         course = load_course(course_root)
@@ -103,8 +107,15 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         return _with_intake(record, student, intake)
     env = dict(os.environ)
     env["INFRALAB_JUDGE"] = json.dumps(asdict(opts.limits()))
+    extra: list[str] = []
+    if opts.gpu:  # the judge and its executors see this worker's GPU only; kernels compile, not interpreted
+        from infralab.perf.caged import perf_cases
+        if device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = device
+        env.pop("TRITON_INTERPRET", None)
+        extra = ["--gpu", *perf_cases(course, chosen)]
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
-                  seed=opts.seed, isolated=True)
+                  seed=opts.seed, isolated=True, extra_args=extra)
     # a safety net only: every exercise's executor budget, plus the judge's own work
     wall = opts.budget_s * max(3, len(chosen)) + 300.0
     try:
@@ -117,11 +128,20 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going
         record = _error_record(course, ids, student, f"{type(e).__name__}: {e}")
-    for ex in record["exercises"]:  # the staging folder's path differs between runs; the student does not
-        for t in ex["tests"]:
+    return _with_intake(named_after_student(record, staged, student), student, intake)
+
+
+def named_after_student(record: dict[str, Any], staged: str, student: str) -> dict[str, Any]:
+    """The record's tests and perf entries name the student, not the staging folder (whose path differs
+    between runs; a leaderboard ranks by this name)."""
+    for ex in record.get("exercises", []):
+        for t in ex.get("tests", []):
             if t.get("target") == staged:
                 t["target"] = student
-    return _with_intake(record, student, intake)
+    for e in record.get("perf", []):
+        if (e.get("candidate") or {}).get("target") == staged:
+            e["candidate"]["target"] = student
+    return record
 
 
 def _with_intake(record: dict[str, Any], student: str, intake: dict[str, Any]) -> dict[str, Any]:
@@ -145,11 +165,24 @@ def stable(record: dict[str, Any]) -> dict[str, Any]:
 Task = tuple[str, str, str, dict, list]  # the arguments of grade_one
 
 
-def run_local(tasks: list[Task], jobs: int, done: Callable[[dict], None]) -> list[dict]:
+def run_local(tasks: list[Task], jobs: int, done: Callable[[dict], None], devices: list[str] | None = None,
+              grade_fn: Callable[..., dict] = grade_one) -> list[dict]:
+    """Grade ``tasks`` on ``jobs`` threads; with ``devices`` (grade --gpu), at most one worker per
+    device, each holding its device while it grades (:class:`infralab.gpu_workers.DeviceLease`)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from infralab.gpu_workers import DeviceLease
+    lease = DeviceLease(devices) if devices else None
+
+    def work(task: Task) -> dict:
+        if lease is None:
+            return grade_fn(*task)
+        with lease() as device:
+            return grade_fn(*task, device=device)
+
     records = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(grade_one, *t) for t in tasks]
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(devices)) if devices else jobs)) as pool:
+        futures = [pool.submit(work, t) for t in tasks]
         for fut in as_completed(futures):
             records.append(fut.result())
             done(records[-1])
@@ -175,7 +208,8 @@ def _ray_init(ray, jobs: int, address: str | None, attempts: int = 2) -> None:
                 raise RayStartFailed(f"Ray did not start: {e}") from None
 
 
-def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[dict], None]) -> list[dict]:
+def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[dict], None],
+            gpu: bool = False) -> list[dict]:
     try:
         import ray
     except ImportError:
@@ -185,7 +219,9 @@ def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[d
         _ray_init(ray, jobs, address)
         started = True
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(grade_one)
+        if gpu and ray.cluster_resources().get("GPU", 0) < 1:  # tasks asking for a GPU would wait for ever
+            raise InfralabError(tr("gpugrade.no_cuda", reason="the Ray cluster offers no GPU"))
+        remote = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0)(grade_one)  # Ray sets the GPU
         pending = [remote.remote(*t) for t in tasks]
         records = []
         while pending:
@@ -203,6 +239,10 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
           on_done: Callable[[dict], None] | None = None) -> list[dict]:
     """Stage, grade and write every output; returns the records in submission order."""
     from infralab.outputs import write_outputs
+    devices = None
+    if options.gpu and backend != "ray":  # before anything is staged: no CUDA GPU is one line, exit 2
+        from infralab.gpu_workers import gpu_devices
+        devices = gpu_devices()
     out = results_folder(out)
     with tempfile.TemporaryDirectory(prefix="infralab-grade-") as staging:
         options.hide = sorted({*options.hide, str(out), staging, *(str(s.source.resolve().parent) for s in submissions)})
@@ -225,9 +265,9 @@ def grade(course: Course, submissions: list[Submission], out: Path, options: Gra
                 on_done(record)
 
         if backend == "ray":
-            records = run_ray(tasks, jobs, address, done)
+            records = run_ray(tasks, jobs, address, done, gpu=options.gpu)
         else:
-            records = run_local(tasks, jobs, done)
+            records = run_local(tasks, jobs, done, devices)
     order = {s.student: i for i, s in enumerate(submissions)}
     records.sort(key=lambda r: order[r["student"]])
     write_class_gradebook(course, out, list(options.exercises) or [ex.id for ex in course.exercises])
@@ -271,8 +311,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="submissions graded at once (default: one per core)")
     p.add_argument("--seed", type=seed_int, default=0, help="the grading seed (the same seed gives the same verdicts)")
     p.add_argument("--visible", action="store_true", help="also run the visible tests")
-    p.add_argument("--call-timeout", type=positive_number, default=20.0, help="seconds one call into student code may take")
-    p.add_argument("--timeout", type=positive_number, default=180.0, help="seconds of student code per exercise (each has an executor of its own)")
+    p.add_argument("--call-timeout", type=positive_number, default=None,
+                   help=f"seconds one call into student code may take (default {CALL_TIMEOUT_S[False]:g}; "
+                        f"{CALL_TIMEOUT_S[True]:g} with --gpu: a first call compiles and autotunes)")
+    p.add_argument("--timeout", type=positive_number, default=None,
+                   help=f"seconds of student code per exercise, each has an executor of its own (default "
+                        f"{BUDGET_S[False]:g}; {BUDGET_S[True]:g} with --gpu: the challenges' timing)")
+    p.add_argument("--gpu", action="store_true",
+                   help="run gpu tests and performance challenges in the cage, one GPU per worker, timed on the "
+                        "judge's clock (docs/grading.md); needs a CUDA GPU")
     p.add_argument("--memory", type=positive_number, default=4.0, help="GiB of address space for the executor (CPU only)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
@@ -288,6 +335,9 @@ def run(args: argparse.Namespace) -> int:
         return grade_notebooks_command(args)
     if not args.submissions or args.out is None:
         raise InfralabError(tr("intake.need_submissions"))
+    if args.gpu and args.backend != "ray":  # before anything is read or written
+        from infralab.gpu_workers import gpu_devices
+        gpu_devices()
     course = load_course()
     chosen = course.select(args.part or None, args.exercise or None)
     require_hidden_tests(course, chosen)  # a student release: refuse, never grade on visible tests
@@ -300,8 +350,9 @@ def run(args: argparse.Namespace) -> int:
     if not submissions:
         raise InfralabError(tr("intake.no_submissions", paths=" ".join(map(str, args.submissions))))
     options = GradeOptions(exercises=tuple(ex.id for ex in chosen), seed=args.seed, visible=args.visible,
-                           call_timeout_s=args.call_timeout, budget_s=args.timeout,
-                           memory_bytes=int(args.memory * (1 << 30)))
+                           call_timeout_s=args.call_timeout or CALL_TIMEOUT_S[args.gpu],
+                           budget_s=args.timeout or BUDGET_S[args.gpu],
+                           memory_bytes=int(args.memory * (1 << 30)), gpu=args.gpu)
     with progress(console, tr("intake.grades"), len(submissions)) as step:
         records = grade(course, submissions, out, options, jobs=args.jobs, backend=args.backend,
                         address=args.address,

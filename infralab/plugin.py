@@ -56,9 +56,13 @@ class _State:
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
             if self.config.getoption("infralab_isolated"):  # the grading mode: the judge gets plain data
+                from dataclasses import replace
+
+                from infralab.judge.cage import CageLimits
                 from infralab.judge.config import JudgeConfig
                 from infralab.judge.isolated import PerExerciseTarget
-                self.targets[spec.name] = PerExerciseTarget(spec, JudgeConfig.from_course(self.course))
+                limits = replace(CageLimits.from_env(), gpu=bool(self.config.getoption("infralab_gpu")))
+                self.targets[spec.name] = PerExerciseTarget(spec, JudgeConfig.from_course(self.course), limits)
             else:
                 self.targets[spec.name] = InProcessTarget(spec, self.banned, self.triton, self.mutates)
         return self.targets[spec.name]
@@ -85,6 +89,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run each exercise's tests on the solution, the stub and every mutant")
     group.addoption("--isolated", dest="infralab_isolated", action="store_true",
                     help="run the implementation under test in a sandboxed executor process")
+    group.addoption("--gpu", dest="infralab_gpu", action="store_true",
+                    help="with --isolated: the executor sees this machine's CUDA GPU; gpu tests and performance "
+                         "challenges run in the cage, timed on the judge's clock (infralab grade --gpu)")
     group.addoption("--record-mode", dest="infralab_mode", default="check",
                     help="the mode written into the record (check, grade, validate)")
     group.addoption("--lang", dest="infralab_lang", default=None, choices=LANGS,
@@ -166,8 +173,8 @@ def _configure_threads() -> None:
 
 def _configure_triton(config: pytest.Config) -> None:
     """Without a GPU, Triton kernels run under the interpreter (must be set before triton loads).
-    The isolated judge always uses the interpreter: tensors cross the cage on the CPU."""
-    if config.getoption("infralab_isolated"):
+    The isolated judge uses the interpreter unless ``--gpu`` puts the executor on the GPU."""
+    if config.getoption("infralab_isolated") and not config.getoption("infralab_gpu"):
         os.environ["TRITON_INTERPRET"] = "1"
     else:
         interpret_without_gpu()
@@ -261,10 +268,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state is None:
         return
     isolated = config.getoption("infralab_isolated")
+    caged_gpu = isolated and config.getoption("infralab_gpu")  # grade --gpu: the executor has the GPU
     for item in items:
         gpu = item.get_closest_marker("gpu") is not None
-        if gpu and isolated:  # every gpu test, the perf challenges too: none may load student code here
-            item.add_marker(pytest.mark.skip(reason=tr("loop.skip_isolated_gpu")))
+        if gpu and isolated and not caged_gpu:  # the cage has no GPU: none of these may load student code here
+            item.add_marker(pytest.mark.skip(reason=tr("gpugrade.skip_isolated_gpu")))
         elif gpu:
             import torch
             if not torch.cuda.is_available():
@@ -281,7 +289,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             ("infralab_visibility", visibility),
             ("infralab_weight", float(weight.args[0]) if weight else 1.0),
         ]
-        if not gpu and ex.triton and os.environ.get("TRITON_INTERPRET") != "1":
+        if not gpu and ex.triton and os.environ.get("TRITON_INTERPRET") != "1" and not caged_gpu:
             # CPU-tensor tests of a Triton exercise need the interpreter; with a GPU the kernels compile.
             item.add_marker(pytest.mark.skip(reason=tr("loop.skip_triton_cpu")))
     if _plans_executors(config):  # one executor per exercise, in the order the tests run

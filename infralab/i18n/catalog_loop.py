@@ -66,13 +66,6 @@ MESSAGES = {
         "needs a CUDA GPU; this machine has none",
         "需要 CUDA GPU；这台机器没有",
     ),
-    "loop.skip_isolated_gpu": (
-        "GPU tests and performance challenges do not run in the isolated judge (tensors cross the cage on the "
-        "CPU, where Triton kernels are checked under the interpreter); on a trusted GPU machine run them "
-        "in-process: pytest --target SUBMISSION -m gpu, or infralab bench",
-        "GPU 测试和性能挑战不在隔离评测中运行（张量在 CPU 上跨越隔离边界，Triton 核在解释器下检查）；"
-        "请在可信的 GPU 机器上直接运行：pytest --target SUBMISSION -m gpu，或 infralab bench",
-    ),
     "loop.skip_triton_cpu": (
         "a CPU test of a Triton kernel: runs under TRITON_INTERPRET=1 (set when there is no GPU); "
         "on a GPU the gpu tests run instead",

@@ -64,7 +64,22 @@ def _syscall_pivot_root(new: str, old: str) -> None:
         raise OSError(err, f"pivot_root {new}: {os.strerror(err)}")
 
 
-def build_root(system: list[str], reveal: list[str], writable: list[str], hide: list[str]) -> None:
+def bind_devices(devices: list[str], root: str) -> None:
+    """The GPU's device nodes (``grade --gpu``), each bound where it is: a container's ``/dev`` may hold
+    them as bind mounts of their own, which the non-recursive bind of ``/dev`` leaves out. Nothing is
+    created on the host: a node whose mount point is not there, or that fails to bind, is skipped."""
+    for path in devices:
+        inside = root + path
+        if not os.path.lexists(inside):
+            continue
+        try:
+            _mount(path, inside, None, MS_BIND | MS_REC)
+        except OSError:
+            continue
+
+
+def build_root(system: list[str], reveal: list[str], writable: list[str], hide: list[str],
+               devices: list[str] = ()) -> None:
     """A fresh root file system holding only ``system`` (``/usr``, ``/etc``, ...), ``reveal``
     (Python, the executor's tree) and a fresh ``/dev``, ``/proc`` and ``/sys``; then ``pivot_root``
     into it and drop the host's tree. Nothing else of the host is mounted, so nothing else is
@@ -88,6 +103,7 @@ def build_root(system: list[str], reveal: list[str], writable: list[str], hide: 
         _bind(path, root)
     os.makedirs(root + "/dev", exist_ok=True)
     _mount("/dev", root + "/dev", None, MS_BIND)  # devtmpfs alone: not /dev/shm, /dev/pts, /dev/mqueue
+    bind_devices(list(devices), root)
     _tmpfs(root + "/dev/shm", flags=MS_NOSUID | MS_NODEV | MS_RDONLY)
     os.makedirs(root + "/sys", exist_ok=True)
     _mount("/sys", root + "/sys", None, MS_BIND)  # sysfs alone: no cgroup hierarchies under it
@@ -123,7 +139,8 @@ def drop_privileges(uid: int, gid: int) -> None:
 def main() -> int:
     config = json.loads(open(sys.argv[1], encoding="utf-8").read())
     if config.get("mounts"):
-        build_root(config["system"], config["reveal"], config.get("writable", []), config["hide"])
+        build_root(config["system"], config["reveal"], config.get("writable", []), config["hide"],
+                   config.get("devices", []))
     set_limits(config["limits"])
     if config.get("uid") is not None:
         drop_privileges(config["uid"], config["gid"])

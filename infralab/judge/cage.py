@@ -22,6 +22,7 @@ platform is said in :meth:`Cage.protections`, as missing, with the reason.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -37,7 +38,8 @@ from infralab.i18n import tr
 from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
 from infralab.judge.config import JudgeConfig
 
-KIT_FILES = ("boot.py", "executor.py", "wire.py")
+KIT_FILES = ("boot.py", "executor.py", "wire.py", "perf_ops.py")
+PERF_FILES = ("__init__.py", "checked.py", "workloads.py", "kernel_audit.py")  # what perf_ops.py imports
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt")  # the host folders in the executor's root (read-only)
 UNSHARE = ("unshare", "--net", "--mount", "--pid", "--ipc", "--cgroup", "--fork")
 _uid_counter = iter(range(10**6))
@@ -57,6 +59,7 @@ class CageLimits:
     output_cap_bytes: int = 64 << 10  # what is kept of the executor's stdout/stderr
     threads: int = 1  # torch threads in the executor (repeatable results, fair --jobs)
     hide: list[str] = field(default_factory=list)  # more folders to hide (the results folder, the class)
+    gpu: bool = False  # grade --gpu: the executor sees the judge's CUDA_VISIBLE_DEVICES and moves tensors there
 
     @classmethod
     def from_env(cls) -> "CageLimits":
@@ -140,6 +143,9 @@ class Cage:
         (kit / "infralab" / "__init__.py").write_text("")
         for name in ("guards.py", "opclasses.py", "triton_watch.py", "distributed.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
+        (kit / "infralab" / "perf").mkdir()
+        for name in PERF_FILES:
+            shutil.copyfile(here.parent / "perf" / name, kit / "infralab" / "perf" / name)
         shutil.copytree(here.parent / "i18n", kit / "infralab" / "i18n",
                         ignore=shutil.ignore_patterns("__pycache__"))  # the guards' messages
         for rel, src in code.items():
@@ -151,7 +157,7 @@ class Cage:
                 (folder / "__init__.py").write_text("")
         self.home.mkdir()
         executor_config = {"code": str(self.lib / "code"), "package": package, **config.for_executor(),
-                           "threads": self.limits.threads}
+                           "threads": self.limits.threads, "gpu": self.limits.gpu}
         (self.lib / "executor.json").write_text(json.dumps(executor_config))
         (self.lib / "boot.json").write_text(json.dumps(self._boot_config()))
         for path in [self.tree, *self.lib.rglob("*"), self.lib]:
@@ -172,6 +178,8 @@ class Cage:
             env["INFRALAB_LANG"] = os.environ["INFRALAB_LANG"]
         if "TRITON_INTERPRET" in os.environ:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
+        if self.limits.gpu and "CUDA_VISIBLE_DEVICES" in os.environ:  # the worker's one GPU (infralab grade --gpu)
+            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
         return env
 
     def _uses_cuda(self) -> bool:
@@ -181,7 +189,7 @@ class Cage:
     def rlimits(self) -> dict[str, int]:
         limits = {"cpu": int(self.limits.budget_s) + 10, "nofile": self.limits.nofile,
                   "fsize": self.limits.fsize_bytes, "core": 0}
-        if not self._uses_cuda():
+        if not self.limits.gpu and not self._uses_cuda():  # CUDA needs a large virtual address space
             limits["as"] = self.limits.memory_bytes
         if self.uid is not None:
             limits["nproc"] = self.limits.nproc
@@ -199,6 +207,7 @@ class Cage:
             "uid": self.uid, "gid": self.uid, "cwd": str(self.home), "python": python,
             "executor": str(self.lib / "kit" / "executor.py"), "executor_config": str(self.lib / "executor.json"),
             "env": self._env(),
+            "devices": sorted(glob.glob("/dev/nvidia*")) if self.limits.gpu else [],  # grade --gpu: the GPU's nodes
         }
 
     # -- the process --------------------------------------------------------------------------
@@ -298,6 +307,8 @@ class Cage:
             "output_cap_bytes": self.limits.output_cap_bytes,
             "environment": "scrubbed", "files": "allowlisted exercise modules copied into a fresh tree",
             "wire": "JSON + safetensors, no pickle",
+            **({"gpu": tr("gpugrade.cage_gpu", devices=os.environ.get("CUDA_VISIBLE_DEVICES", "all"))}
+               if self.limits.gpu else {}),
         }
 
 

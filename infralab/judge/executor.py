@@ -7,6 +7,8 @@ those pipe ends. Its stdout and stderr go to a capped pipe the judge drains. Req
     {"op": "import", "module": "part01_transformer.rmsnorm"}      -> handle of the module
     {"op": "getattr", "h": 1, "name": "rms_norm"}               -> {"$callable": ...} or a value
     {"op": "call", "h": 1, "name": "rms_norm", "args": [...], "kwargs": {...}}
+    {"op": "perf_prepare" | "perf_run" | "perf_fetch", ...}   -> a performance challenge (perf_ops.py,
+                                                                loaded only with grade --gpu)
 
 Answers: ``{"ok": value, "writeback": {...}, "sync": n}`` or ``{"error": {"type", "message",
 "traceback"}, "sync": n}``. Flags (audit events, tampering with torch, guards tripped) leave the
@@ -101,6 +103,11 @@ def main() -> int:
 
     import wire
     from infralab import distributed, guards, i18n  # noqa: F401 - before the audit hook: the harness importing itself is no flag
+    perf_ops = None
+    if config.get("gpu"):  # grade --gpu: the challenges' side (its timer snapshot is taken now, before student code)
+        import perf_ops
+        if torch.cuda.is_available():  # CUDA starts now: CUDA_VISIBLE_DEVICES set by student code changes nothing
+            torch.cuda.init()
 
     i18n.catalog()  # loaded now: its modules are the harness's, not the student's imports
     flag = _flag_sender(config["fds"][2], wire.send)
@@ -114,7 +121,10 @@ def main() -> int:
     _own.append(os.path.dirname(config["code"]) + "/")
     sys.addaudithook(_auditor(flag))
     wire.send(config["fds"][1], {"ready": True})
-    Session(config, torch, wire, originals, guards, flag).serve()
+    session = Session(config, torch, wire, originals, guards, flag)
+    session.perf = perf_ops.PerfOps(session) if perf_ops is not None else None
+    session.intact.update(session.perf_parts())
+    session.serve()
     return 0
 
 
@@ -132,6 +142,7 @@ class Session:
                        "executor.flag": flag}
         self.objects: dict[int, object] = {}
         self.object_banned: dict[int, tuple[str, str]] = {}  # handle -> (module, where)
+        self.perf = None  # perf_ops.PerfOps, set by main()
 
     # -- the student's objects -------------------------------------------------------------
     def handle(self, obj, module: str) -> dict:
@@ -155,12 +166,16 @@ class Session:
 
         return _Encoder(lambda obj: self.handle(obj, module))
 
-    def decode(self, data, tensors):
+    def decode(self, data, tensors, module: str = ""):
         def on_handle(d):
             if d["$h"] not in self.objects:
                 raise self.wire.WireError(f"unknown handle {d['$h']}")
             return self.objects[d["$h"]]
-        return self.wire.decode(data, tensors, on_handle)
+        place = None
+        if self.config.get("gpu"):  # grade --gpu: GPU tensors back on the device; a Triton exercise's all of them
+            everything = module in self.config.get("triton", ())
+            place = lambda t, was_cuda: t.to("cuda") if was_cuda or everything else t  # noqa: E731
+        return self.wire.decode(data, tensors, on_handle, place=place)
 
     # -- requests ----------------------------------------------------------------------------
     def serve(self) -> None:
@@ -198,11 +213,19 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - an unencodable answer is an error answer
                 send(answers, {"error": describe(exc), "sync": sync}, {})
 
+    def perf_parts(self) -> dict:
+        """The challenges' side (grade --gpu): its class's functions and the checks it calls."""
+        if self.perf is None:
+            return {}
+        import perf_ops
+        return {**{f"PerfOps.{k}": v for k, v in vars(type(self.perf)).items()},
+                **{f"checked.{k}": v for k, v in vars(perf_ops.checked).items() if callable(v)}}
+
     def lost_guards(self) -> list[str]:
         """Names of the executor's and the guards' parts that no longer are what they were."""
         now = {**{f"Session.{k}": v for k, v in vars(Session).items()},
                **{f"guards.{k}": v for k, v in vars(self.guards).items() if callable(v)},
-               "executor.flag": globals().get("flag")}
+               "executor.flag": globals().get("flag"), **self.perf_parts()}
         return sorted(k for k, v in self.intact.items() if now.get(k) is not v)
 
     def dispatch(self, request: dict, tensors: dict):
@@ -214,6 +237,8 @@ class Session:
             return {"ok": enc.encode(obj)}, enc.tensors
         if op == "run_ranks":
             return self.run_ranks(request, tensors)
+        if self.perf is not None and op in self.perf.OPS:  # a performance challenge (grade --gpu): perf_ops.py
+            return self.perf.handle(request)
         h = request["h"]
         if h not in self.objects:
             raise LookupError(f"unknown handle {h}")
@@ -227,8 +252,8 @@ class Session:
             return {"ok": enc.encode(value)}, enc.tensors
         if op == "call":
             fn = obj if request.get("name") is None else getattr(obj, request["name"])
-            args = self.decode(request.get("args", []), tensors)
-            kwargs = self.decode(request.get("kwargs", {"$dict": []}), tensors)
+            args = self.decode(request.get("args", []), tensors, module)
+            kwargs = self.decode(request.get("kwargs", {"$dict": []}), tensors, module)
             name = request.get("name") or ""
             key = name if isinstance(obj, type(sys)) else f"{type(obj).__name__}.{name}"
             allowed = self.mutates.get(module, {}).get(key, {})
@@ -262,6 +287,8 @@ class Session:
 
     def raw(self, t) -> bytes:
         c = self.torch.Tensor.contiguous(t)
+        if self.torch._C.TensorBase.is_cuda.__get__(c):
+            c = self.torch.Tensor.cpu(c)
         if c.numel() == 0:
             return b""
         return bytes(c.reshape(-1).view(self.torch.uint8).numpy())

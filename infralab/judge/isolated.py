@@ -59,6 +59,25 @@ def _exception(error: dict, tree: str) -> BaseException:
     return exc
 
 
+def _holds_cuda(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.is_cuda
+    if isinstance(value, (tuple, list)):
+        return any(_holds_cuda(v) for v in value)
+    return isinstance(value, dict) and any(_holds_cuda(v) for v in value.values())
+
+
+def _to_cuda(value: Any) -> Any:
+    """Tensors the executor returned (they cross on the CPU) moved to the judge's GPU, in containers too."""
+    if isinstance(value, torch.Tensor):
+        return value.to("cuda")
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_cuda(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_cuda(v) for k, v in value.items()}
+    return value
+
+
 class RemoteObject:
     """An object living in the executor; its methods are remote calls."""
 
@@ -268,6 +287,13 @@ class IsolatedTarget:
         self._read_flags(answer.get("sync"))
         return answer, out
 
+    def ask(self, what: str, header: dict, slow: bool = False) -> Any:
+        """One request of the judge's own protocol (a performance challenge: infralab.perf.caged), its
+        answer decoded; an error in the executor raises here. ``slow``: a call that may compile."""
+        answer, out = self._request(what, header, {}, timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s
+                                    if slow else None)
+        return self._answer(answer, out, self.generation)
+
     def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:
         def refuse(obj: Any) -> Any:
             if isinstance(obj, RemoteObject):
@@ -367,7 +393,10 @@ class IsolatedTarget:
             self.strikes[key] = self.strikes.get(key, 0) + 1
             raise
         self._write_back(answer, out, args, kwargs, self._may_change(obj, name))
-        return self._answer(answer, out, live._generation)
+        result = self._answer(answer, out, live._generation)
+        if self.limits.gpu and _holds_cuda((args, kwargs)):  # grade --gpu: back where the test's tensors are
+            result = _to_cuda(result)
+        return result
 
     def _may_change(self, obj: RemoteObject, name: str | None) -> dict[str, int]:
         """{parameter: position} of the inputs this call's spec lets it change (course.yml ``mutates:``)."""

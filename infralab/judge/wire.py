@@ -7,7 +7,8 @@ JSON by key. Values are encoded as:
 - ``None``, bool, int, float (NaN/Inf allowed), str: themselves;
 - a list: a JSON list; a tuple (and ``torch.Size``): ``{"$tuple": [...]}``;
 - a dict: ``{"$dict": [[key, value], ...]}`` (keys: str, int, bool, None);
-- a tensor: ``{"$t": "t3"}`` (key into the blob); ``torch.dtype``: ``{"$dtype": "float32"}``;
+- a tensor: ``{"$t": "t3"}`` (key into the blob), ``{"$t": "t3", "d": "cuda"}`` for one that lived
+  on the GPU (it crosses on the CPU; ``infralab grade --gpu`` moves it back); ``torch.dtype``: ``{"$dtype": "float32"}``;
   ``torch.device``: ``{"$device": "cpu"}``;
 - anything else: whatever the caller's ``on_object`` returns (the executor keeps the object and
   sends a handle ``{"$h": 7, "type": "BlockAllocator"}``); the judge refuses non-data arguments.
@@ -74,6 +75,8 @@ class Encoder:
     def tensor(self, t: torch.Tensor) -> dict:
         key = f"t{len(self.tensors)}"
         self.tensors[key] = plain_tensor(t)
+        if torch._C.TensorBase.is_cuda.__get__(t):  # it crosses on the CPU; "d" says where it lived
+            return {"$t": key, "d": "cuda"}
         return {"$t": key}
 
     def encode(self, value: Any, depth: int = 0) -> Any:
@@ -100,28 +103,31 @@ class Encoder:
         return self.tensor(t)
 
 
-def decode(data: Any, tensors: dict[str, torch.Tensor], on_handle: Callable[[dict], Any], depth: int = 0) -> Any:
-    """The inverse of :class:`Encoder` for data built by the other side (validated as it goes)."""
+def decode(data: Any, tensors: dict[str, torch.Tensor], on_handle: Callable[[dict], Any], depth: int = 0,
+           place: Callable[[torch.Tensor, bool], torch.Tensor] | None = None) -> Any:
+    """The inverse of :class:`Encoder` for data built by the other side (validated as it goes).
+    ``place(tensor, was_on_cuda)``: where a decoded tensor goes (the GPU executor moves them there)."""
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     if type(data) in _SCALARS:
         return data
     if type(data) is list:
-        return [decode(v, tensors, on_handle, depth + 1) for v in data]
+        return [decode(v, tensors, on_handle, depth + 1, place) for v in data]
     if type(data) is not dict or len(data) < 1:
         raise WireError(f"malformed value of type {type(data).__name__}")
     if "$t" in data:
         if data["$t"] not in tensors:
             raise WireError(f"reference to a missing tensor {data['$t']!r}")
-        return tensors[data["$t"]]
+        t = tensors[data["$t"]]
+        return t if place is None else place(t, data.get("d") == "cuda")
     if "$tuple" in data and type(data["$tuple"]) is list:
-        return tuple(decode(v, tensors, on_handle, depth + 1) for v in data["$tuple"])
+        return tuple(decode(v, tensors, on_handle, depth + 1, place) for v in data["$tuple"])
     if "$dict" in data and type(data["$dict"]) is list:
         out = {}
         for pair in data["$dict"]:
             if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in _SCALARS:
                 raise WireError("malformed dict entry")
-            out[pair[0]] = decode(pair[1], tensors, on_handle, depth + 1)
+            out[pair[0]] = decode(pair[1], tensors, on_handle, depth + 1, place)
         return out
     if "$dtype" in data:
         return dtype_from_name(data["$dtype"])

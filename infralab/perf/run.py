@@ -63,6 +63,22 @@ def _nvidia_smi() -> dict[str, Any]:
     return {"driver": values[0], "clocks": dict(zip(fields[1:], values[1:]))} if len(values) == len(fields) else {}
 
 
+def entry_head(challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *, target: str, exercise: str,
+               device: str, protections: list[str]) -> dict[str, Any]:
+    """The record entry's workload, candidate, environment, evidence and protections (every route)."""
+    wl = WORKLOADS[challenge["workload"]]
+    return {
+        "exercise": exercise, "challenge": challenge["id"],
+        "workload": {"name": wl.name, "shape": dict(shape), "dtype": challenge["dtype"],
+                     "options": {**wl.options, **challenge["options"]}, "metric": challenge["metric"],
+                     **work_amounts(challenge, shape), "baseline": challenge["baseline"]},
+        "candidate": {"target": target, "exercise": exercise, "function": wl.function},
+        "environment": gpu_environment() if device == "cuda" else {"device": device},
+        "evidence": decision.evidence(profile, on_gpu=device == "cuda"),
+        "protections": protections,
+    }
+
+
 def _poison_free_memory(nbytes: int) -> None:
     """Fill a block of the caching allocator with 0xFF bytes (NaN in every float dtype) and free it:
     the candidate's output allocations then start from NaN, not from zeros or an earlier answer."""
@@ -149,25 +165,11 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     amounts = work_amounts(challenge, shape)  # bytes and/or flops: the metric's, and the other for the roofline
     amount = amounts[METRICS[challenge["metric"]][0]]
     unit = METRICS[challenge["metric"]][1]
-    entry: dict[str, Any] = {
-        "exercise": exercise, "challenge": challenge["id"],
-        "workload": {"name": wl.name, "shape": dict(shape), "dtype": dtype, "options": opts,
-                     "metric": challenge["metric"], **amounts,
-                     "baseline": challenge["baseline"]},
-        "candidate": {"target": target, "exercise": exercise, "function": wl.function},
-        "environment": gpu_environment() if device == "cuda" else {"device": device},
-        "evidence": decision.evidence(profile, on_gpu=device == "cuda"),
-        "protections": protections(checked),
-    }
+    entry = entry_head(challenge, shape, profile, target=target, exercise=exercise, device=device,
+                       protections=protections(checked))
 
     def rejected(problem: str, by_check: bool = False) -> dict[str, Any]:
-        if by_check:  # the answer may be right; how it was computed or timed is not allowed
-            return {**entry, "correct": False, "metrics": {}, "flags": [problem], "level": "rejected by a check",
-                    "decision": "reject", "reason": problem}
-        v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=unit, ratio=0.0,
-                           working_set_bytes=0, l2_bytes=timer_l2(timer), correct=False, correctness_message=problem)
-        return {**entry, "correct": False, "metrics": {}, "flags": [], "level": v.level,
-                "decision": v.decision, "reason": v.reason}
+        return rejected_entry(entry, challenge, profile, problem, by_check=by_check)
 
     if checked is not None and checked.problem:
         return rejected(checked.problem, by_check=True)
@@ -191,17 +193,30 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     try:
         return _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype,
                            seed, device, set_bytes, amount, unit, checked, profiler)
-    except _Rejected as r:
+    except Rejected as r:
         return rejected(str(r), by_check=True)
     except Exception as exc:  # a timed call raised: a guard (ban, no launch, foreign kernel) or a crash
-        return rejected(tr("perf.timed_call_failed", error=f"{type(exc).__name__}: {_first_line(exc)}"), by_check=True)
+        return rejected(tr("perf.timed_call_failed", error=f"{type(exc).__name__}: {first_line(exc)}"), by_check=True)
 
 
-class _Rejected(Exception):
+def rejected_entry(entry: dict[str, Any], challenge: dict[str, Any], profile: Profile, problem: str, *,
+                   by_check: bool = False) -> dict[str, Any]:
+    """``entry`` rejected: a wrong answer (the correctness gate's verdict) or, ``by_check``, a check that
+    failed (the answer may be right; how it was computed or timed is not allowed)."""
+    if by_check:
+        return {**entry, "correct": False, "metrics": {}, "flags": [problem], "level": "rejected by a check",
+                "decision": "reject", "reason": problem}
+    v = decision.judge(challenge=challenge, profile=profile, achieved=0.0, unit=METRICS[challenge["metric"]][1],
+                       ratio=0.0, working_set_bytes=0, l2_bytes=0, correct=False, correctness_message=problem)
+    return {**entry, "correct": False, "metrics": {}, "flags": [], "level": v.level,
+            "decision": v.decision, "reason": v.reason}
+
+
+class Rejected(Exception):
     """A check during the timed part failed (the message is the reason)."""
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else ""
 
 
@@ -257,12 +272,12 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 found = audit(kernels, checked.own_kernels, launched)
                 audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
                 if found:
-                    raise _Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
+                    raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
             aside = ("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled)
         res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls, aside=aside)
         tamper = _tamper_problem()
         if tamper:
-            raise _Rejected(tamper)
+            raise Rejected(tamper)
         for k in timings:
             timings[k] += res.timings[k].samples
         stopped.append(res.stopped)

@@ -72,6 +72,11 @@ def formula_names(shape: dict[str, int], dtype: str, options: dict[str, Any]) ->
     return names
 
 
+def case_id(exercise_name: str, challenge: dict[str, Any], shape: dict[str, int]) -> str:
+    """The pytest id of one challenge shape in a part's ``test_perf.py`` (``rmsnorm-large-32768x4096``)."""
+    return f"{exercise_name}-{challenge['id']}-{'x'.join(str(v) for v in shape.values())}"
+
+
 def work_amount(challenge: dict[str, Any], shape: dict[str, int]) -> float:
     """Bytes moved or FLOPs done by one call at ``shape``: the amount the challenge's metric counts."""
     return work_amounts(challenge, shape)[METRICS[challenge["metric"]][0]]

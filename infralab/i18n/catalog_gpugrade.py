@@ -1,0 +1,50 @@
+"""Messages of caged GPU grading (``infralab grade --gpu``, infralab.perf.caged). Keys: ``gpugrade.*``."""
+
+MESSAGES = {
+    "gpugrade.timed_output_wrong": (
+        "a timed batch's output was wrong (call {call} of {calls}, drawn by the judge after the gate had "
+        "passed): {problem}",
+        "计时批次的输出错误（第 {call}/{calls} 次调用，由评测方在正确性门通过后随机抽取）：{problem}",
+    ),
+    "gpugrade.gate_ragged": (
+        "at the ragged shape {shape}{dtype}: {problem}",
+        "在不规则形状 {shape}{dtype} 上：{problem}",
+    ),
+    "gpugrade.evidence_timing": (
+        "the judge's clock around synchronised batches run in the caged executor; the cage's own timer is a "
+        "cross-check only",
+        "评测方自己的时钟，计时隔离执行器中已同步的整批调用；隔离环境内部的计时仅作交叉核对",
+    ),
+    "gpugrade.clock_disagreement": (
+        "the cage's timer ({inner_ms} ms per batch) disagrees with the judge's clock ({judge_ms} ms) by more "
+        "than {rel} + {abs_ms} ms: the timer was changed, or work ran outside what the cage timed",
+        "隔离环境内的计时（每批 {inner_ms} ms）与评测方时钟（{judge_ms} ms）相差超过 {rel} + {abs_ms} ms："
+        "计时器被改动过，或有工作在隔离环境计时范围之外运行",
+    ),
+    "gpugrade.flagged": (
+        "flagged for the instructor's review (the figure is the judge's own): {flags}",
+        "已标记，交由教师复核（成绩数字来自评测方自己的时钟）：{flags}",
+    ),
+    "gpugrade.no_cuda": (
+        "--gpu: this machine has no CUDA GPU ({reason}); grade without --gpu (Triton kernels are then checked "
+        "under the interpreter and the GPU tests skip), or run on a GPU machine",
+        "--gpu：这台机器没有 CUDA GPU（{reason}）；去掉 --gpu 评测（Triton 核在解释器下检查，GPU 测试跳过），"
+        "或在有 GPU 的机器上运行",
+    ),
+    "gpugrade.bad_devices": (
+        "--gpu: CUDA_VISIBLE_DEVICES={value!r} names no device; expected a comma-separated list of device ids",
+        "--gpu：CUDA_VISIBLE_DEVICES={value!r} 没有给出任何设备；应为逗号分隔的设备编号列表",
+    ),
+    "gpugrade.skip_isolated_gpu": (
+        "GPU tests and performance challenges run in the isolated judge only with --gpu (infralab grade --gpu) "
+        "on a machine with a CUDA GPU; without it Triton kernels are checked under the interpreter",
+        "GPU 测试和性能挑战只有在有 CUDA GPU 的机器上加 --gpu（infralab grade --gpu）时才在隔离评测中运行；"
+        "否则 Triton 核在解释器下检查",
+    ),
+    "gpugrade.cage_gpu": (
+        "GPU visible (CUDA_VISIBLE_DEVICES={devices}), CUDA started before student code, its device nodes bound; "
+        "no address-space limit (CUDA needs it), the memory cgroup still holds",
+        "GPU 可见（CUDA_VISIBLE_DEVICES={devices}），CUDA 在学生代码之前初始化，设备节点已绑定；"
+        "不限制地址空间（CUDA 需要），内存 cgroup 仍然生效",
+    ),
+}

@@ -1,0 +1,463 @@
+"""A performance challenge graded in the cage (``infralab grade --gpu``): the judge's side.
+
+The student's module lives in the caged executor (:mod:`infralab.judge.perf_ops` answers there);
+this process (the judge) never imports it and decides everything:
+
+1. **Seeds.** Every input set is drawn from a seed the judge picks (``random.SystemRandom``) and
+   sends; the executor builds the set on the device with the workload's own generator, and the
+   judge builds the same set from the same seed on its own side. Large inputs never cross the
+   cage, and the judge never trusts the executor's copy: a set the executor altered gives outputs
+   that do not match the judge's reference.
+2. **Correctness gate.** The challenge shape and the workload's ragged gate shapes, over NaN-poisoned
+   memory, each call through every guard of grading; the outputs come back and the judge compares
+   them with its own fp32 reference (:func:`infralab.perf.run.check_outputs`).
+3. **The judge's clock.** A timed sample is one request "run N calls on sets start.., then
+   synchronise the device": the judge times the round trip on its own clock and subtracts the
+   median round trip of an empty batch (measured in the same session); N is chosen so a batch
+   lasts about :attr:`CagedPolicy.batch_target_s`. The baseline (a library kernel, the judge's
+   own code) runs in the judge's process on the same device, interleaved, on the same clock, so a
+   submission cannot slow it down from inside the cage.
+4. **Outputs of timed batches.** Each timed batch keeps the outputs of one call drawn at random by
+   the judge; they come back and are checked, so a module that answers right in the gate and
+   differently when timed is caught.
+5. **Cross-check.** The executor also times each batch on its own timer (CUDA events; on a CPU
+   ``time.perf_counter``). It decides nothing: when its median disagrees with the judge's by more
+   than :data:`CLOCK_TOLERANCE_REL` of the judge's figure plus :data:`CLOCK_TOLERANCE_ABS_S`, the
+   entry is flagged (and, as every flag, rejected for review). Timer functions found replaced in the
+   cage reject by name, as in ``infralab bench``.
+6. **Kernel audit.** In a Triton exercise on a GPU, one candidate batch per round (random sample)
+   runs under the CUDA profiler in the cage; the judge audits the kernel list
+   (:func:`infralab.perf.kernel_audit.audit`) against the own kernels it read from the submitted
+   files itself.
+
+The record entry has the keys of ``infralab bench`` (workload, candidate, environment, metrics,
+evidence, decision, protections). Everything here takes a :class:`Bench`, a clock and a sync
+function, so the kit's tests run the whole protocol on a CPU with fakes.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from infralab.i18n import tr
+from infralab.perf import decision
+from infralab.perf.checked import own_kernel_names, torch_compile_use
+from infralab.perf.harness import SamplingPolicy, Timing, sample_interleaved
+from infralab.perf.kernel_audit import Kernel, audit
+from infralab.perf.profiles import Profile
+from infralab.perf.run import (INPUT_SET_BUDGET_BYTES, Rejected, check_outputs, entry_head, first_line,
+                               rejected_entry)
+from infralab.perf.spec import METRICS, work_amount
+from infralab.perf.workloads import WORKLOADS, Workload
+
+CLOCK_TOLERANCE_REL = 0.10  # the cage's timer may differ from the judge's clock by 10% ...
+CLOCK_TOLERANCE_ABS_S = 2e-3  # ... plus 2 ms per batch (the start of a batch, the pipe) before it flags
+
+
+@dataclass(frozen=True)
+class CagedPolicy:
+    min_samples: int = 10  # timed batches of the candidate per shape, both rounds together
+    max_samples: int = 60
+    rel_se: float = 0.01
+    time_cap_s: float = 20.0  # seconds of sampling per shape (both runners)
+    batch_target_s: float = 0.1  # a batch lasts about this long: the round trip is < 1% of it
+    max_calls: int = 4096
+    warmup_s: float = 0.2
+    null_trips: int = 5  # empty batches timed to learn the round trip's own cost
+    input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
+    max_input_sets: int = 256  # distinct sets a batch cycles through (built twice: in the cage and by the judge)
+
+
+class Bench(Protocol):
+    """The executor's side of a challenge, as the judge sees it (:class:`RemoteBench`, or a fake)."""
+
+    def prepare(self, *, workload: str, shape: dict, dtype: str, options: dict, seeds: list[int], ragged: bool,
+                device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
+
+    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False) -> dict: ...
+
+    def fetch(self) -> dict[int, tuple]: ...
+
+
+class RemoteBench:
+    """:class:`Bench` over the wire to the caged executor of one exercise (an isolated ``impl``)."""
+
+    def __init__(self, remote_module: Any):
+        self.target = remote_module._target
+        self.module = remote_module._module_name
+
+    def prepare(self, **request: Any) -> dict:
+        return self.target.ask(f"{self.module}: preparing inputs",
+                               {"op": "perf_prepare", "module": self.module, **request}, slow=True)
+
+    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False) -> dict:
+        return self.target.ask(f"{self.module}: {calls} timed calls", {
+            "op": "perf_run", "calls": calls, "start": start, "keep": list(keep), "gate": gate, "profile": profile},
+            slow=gate or profile)
+
+    def fetch(self) -> dict[int, tuple]:
+        return self.target.ask(f"{self.module}: outputs", {"op": "perf_fetch"})
+
+
+def _relative_imports(text: str) -> set[str]:
+    """Sibling modules a file imports relatively (``from .common import x``, ``from . import common``)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+    return found
+
+
+def submitted_kernels(remote_module: Any) -> tuple[frozenset[str], str | None]:
+    """The ``@triton.jit`` functions of the exercise's file, the sibling files it imports and the
+    files submitted in its part, and torch.compile use there: read by the judge from the files it
+    copied into the cage (never from what the executor says)."""
+    target = remote_module._target
+    part, name = remote_module._module_name.split(".", 1)
+    folder = target.cage.lib / "code" / target.package / part
+    wanted = {name} | {m.split(".", 1)[1] for m in target.spec.overlays if m.split(".", 1)[0] == part}
+    wanted |= _relative_imports((folder / f"{name}.py").read_text(encoding="utf-8", errors="replace"))
+    files = sorted(folder / f"{m}.py" for m in wanted if (folder / f"{m}.py").is_file())
+    texts = {f: f.read_text(encoding="utf-8", errors="replace") for f in files}
+    problem = next((tr("perf.torch_compile", file=f"{part}/{f.name}", where=use)
+                    for f, text in texts.items() if (use := torch_compile_use(text))), None)
+    return own_kernel_names(texts.values()), problem
+
+
+def clock_disagreement(judge_s: float, inner_s: float) -> bool:
+    """The cage's timer and the judge's clock disagree on a batch beyond the stated tolerance."""
+    return abs(judge_s - inner_s) > CLOCK_TOLERANCE_REL * judge_s + CLOCK_TOLERANCE_ABS_S
+
+
+def caged_protections(triton: bool, device: str) -> list[str]:
+    out = ["student code in the caged executor; the judge never imports it",
+           "inputs from seeds the judge draws; the judge rebuilds them and computes the reference itself",
+           "correctness gate on fresh random inputs over NaN-poisoned memory, every guard of grading",
+           "time on the judge's clock around synchronised batches; the cage's timer is a cross-check "
+           f"(tolerance {CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms)",
+           "outputs of one call per timed batch, drawn by the judge, checked by the judge",
+           "baseline timed in the judge's process, interleaved",
+           "timer functions in the cage compared with their snapshot",
+           "timed calls: banned routines (op_guard)" + (", a Triton launch per call, only the submission's own "
+                                                        "Triton kernels" if triton else "")]
+    if triton and device == "cuda":
+        out.append("one timed batch per round (random) under the CUDA profiler in the cage; the judge audits "
+                   "the kernels against the own kernels it read from the submitted files (kernel audit)")
+    return out
+
+
+def _on(value: Any, device: str) -> Any:
+    if isinstance(value, (tuple, list)):
+        return tuple(_on(v, device) for v in value)
+    return value.to(device) if hasattr(value, "to") and device != "cpu" else value
+
+
+def _nbytes(inputs: dict) -> int:
+    return sum(int(v.numel() * v.element_size()) for v in inputs.values() if hasattr(v, "numel"))
+
+
+class _Candidate:
+    """The remote candidate as a sampling runner: ``batch`` is one request, ``settle`` checks it."""
+
+    def __init__(self, bench: Bench, wl: Workload, opts: dict, device: str, rng: random.Random):
+        self.bench, self.wl, self.opts, self.device, self.rng = bench, wl, opts, device, rng
+        self.overhead_s = 0.0
+        self.sets: list[dict] = []
+        self.keep: list[int] = []
+        self.answer: dict = {}
+        self.clocks: list[tuple[float, float]] = []  # (judge s, cage s) per timed batch
+        self.tampered: set[str] = set()
+        self.rechecks: list[str] = []
+
+    def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
+        self.batch(1, i)
+
+    def batch(self, calls: int, start: int) -> None:
+        self.keep = [self.rng.randrange(calls)] if calls else []
+        self.answer = self.bench.run(calls, start, self.keep)
+
+    def settle(self, calls: int, start: int, judge_s: float) -> None:
+        self.tampered.update(str(n) for n in self.answer.get("tampered") or [])
+        if calls and isinstance(self.answer.get("inner_s"), (int, float)):
+            self.clocks.append((judge_s, float(self.answer["inner_s"])))
+        if not self.keep:
+            return
+        got = self.bench.fetch()
+        for k in self.keep:
+            j = (start + k) % len(self.sets)
+            problem = "no output came back" if k not in got else \
+                check_outputs(self.wl, _on(got[k], self.device), self.sets[j], self.opts)
+            self.rechecks.append(problem or "ok")
+            if problem:
+                raise Rejected(tr("gpugrade.timed_output_wrong", call=k + 1, calls=calls, problem=problem))
+
+
+class _Baseline:
+    """The library baseline, run by the judge on its own inputs (the same seeds), same device."""
+
+    overhead_s = 0.0
+
+    def __init__(self, fn: Callable, opts: dict, sync: Callable[[], None]):
+        self.fn, self.opts, self.sync = fn, opts, sync
+        self.sets: list[dict] = []
+
+    def __call__(self, i: int) -> None:
+        self.batch(1, i)
+
+    def batch(self, calls: int, start: int) -> None:
+        for i in range(calls):
+            self.fn(self.sets[(start + i) % len(self.sets)], self.opts)
+        self.sync()
+
+    def settle(self, calls: int, start: int, judge_s: float) -> None:
+        pass
+
+
+class JudgeClock:
+    """The :class:`infralab.perf.harness.Timer` of the caged route: the judge's clock around a whole
+    synchronised batch, less the runner's measured round-trip cost; seconds per call."""
+
+    def __init__(self, clock: Callable[[], float]):
+        self.clock = clock
+
+    def time_batch(self, runner: Any, calls: int, start: int) -> float:
+        t0 = self.clock()
+        runner.batch(calls, start)
+        elapsed = max(self.clock() - t0 - runner.overhead_s, 1e-9)
+        runner.settle(calls, start, elapsed)
+        return elapsed / max(calls, 1)
+
+    def wall_check(self, runner: Any, calls: int) -> tuple[float, float]:  # the Timer protocol; unused here
+        s = self.time_batch(runner, calls, 0) * calls
+        return s, s
+
+
+def _calls_for(one_call_s: float, policy: CagedPolicy) -> int:
+    return max(1, min(policy.max_calls, math.ceil(policy.batch_target_s / max(one_call_s, 1e-7))))
+
+
+def _warm(runner: Any, timer: JudgeClock, clock: Callable[[], float], policy: CagedPolicy) -> float:
+    """Single calls until JIT/autotune are behind (>= 3 calls and ``warmup_s``); one call's time."""
+    t0, n = clock(), 0
+    while n < 3 or clock() - t0 < policy.warmup_s:
+        timer.time_batch(runner, 1, n)
+        n += 1
+        if n > 10_000:
+            break
+    return statistics.median(timer.time_batch(runner, 1, n + i) for i in range(3))
+
+
+def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
+                        exercise: str, target: str, own_kernels: frozenset[str], triton: bool,
+                        source_problem: str | None = None, device: str = "cuda",
+                        clock: Callable[[], float] = time.perf_counter, sync: Callable[[], None] | None = None,
+                        policy: CagedPolicy | None = None, rng: random.Random | None = None,
+                        profile_batches: bool | None = None, l2_bytes: int | None = None) -> dict[str, Any]:
+    """One challenge shape of a caged candidate, judged on the judge's clock: the record entry."""
+    policy = policy or CagedPolicy()
+    rng = rng or random.SystemRandom()
+    sync = sync or _device_sync(device)
+    wl = WORKLOADS[challenge["workload"]]
+    opts = {**wl.options, **challenge["options"]}
+    dtype = challenge["dtype"]
+    entry = entry_head(challenge, shape, profile, target=target, exercise=exercise, device=device,
+                       protections=caged_protections(triton, device))
+    entry["evidence"]["timing"] = tr("gpugrade.evidence_timing")
+    seeds: list[int] = []
+    entry["workload"]["seeds"] = seeds  # every input set's seed, all drawn here
+
+    def seed() -> int:
+        seeds.append(rng.randrange(2**31))
+        return seeds[-1]
+
+    def rejected(problem: str, by_check: bool = False) -> dict[str, Any]:
+        return rejected_entry(entry, challenge, profile, problem, by_check=by_check)
+
+    if source_problem:
+        return rejected(source_problem, by_check=True)
+    problem, by_check = _gate(bench, wl, shape, dtype, opts, device, seed)
+    if problem:
+        return rejected(problem, by_check=by_check)
+    try:
+        return _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
+                      own_kernels, triton and device == "cuda" if profile_batches is None else profile_batches,
+                      _l2(device) if l2_bytes is None else l2_bytes)
+    except Rejected as r:
+        return rejected(str(r), by_check=True)
+    except Exception as exc:  # noqa: BLE001 - a timed call raised in the cage (a guard, a crash) or the wire failed
+        return rejected(tr("perf.timed_call_failed", error=f"{type(exc).__name__}: {first_line(exc)}"), by_check=True)
+
+
+def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, device: str,
+          seed: Callable[[], int]) -> tuple[str | None, bool]:
+    """(problem, whether a check found it rather than a wrong answer); (None, False) when all is right."""
+    cases = [(shape, dtype, False)] + [(s, d, True) for d in [dtype] + [d for d in wl.gate_dtypes if d != dtype]
+                                       for s in wl.gate_shapes]
+    for case_shape, dt, ragged in cases:
+        s = seed()
+        inputs = wl.make_inputs(dict(case_shape), dt, opts, s, device, ragged=ragged)  # the judge's own copy
+        try:
+            info = bench.prepare(workload=wl.name, shape=dict(case_shape), dtype=dt, options=opts, seeds=[s],
+                                 ragged=ragged, device=device, poison=True, poison_bytes=4 * _nbytes(inputs) + 2**20)
+            if info.get("problem"):  # a torch.compile'd object on the loaded module
+                return str(info["problem"]), True
+            bench.run(1, 0, [0], gate=True)
+            got = bench.fetch().get(0)
+        except Exception as exc:  # noqa: BLE001 - crashed, NotImplementedError, a guard: the gate fails
+            problem = f"{type(exc).__name__}: {first_line(exc)}"
+        else:
+            problem = "no output came back" if got is None else check_outputs(wl, _on(got, device), inputs, opts)
+        if problem:
+            return (tr("gpugrade.gate_ragged", shape=case_shape, dtype="" if dt == dtype else f" in {dt}",
+                       problem=problem) if ragged else problem), False
+    return None, False
+
+
+def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
+           own_kernels, profile_batches, l2_bytes) -> dict[str, Any]:
+    timer = JudgeClock(clock)
+    cand = _Candidate(bench, wl, opts, device, rng)
+    base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync)
+
+    def use_sets(n: int) -> None:
+        chosen = [seed() for _ in range(n)]
+        cand.sets = base.sets = []  # the judge's copies of the round before go first (device memory)
+        bench.prepare(workload=wl.name, shape=dict(shape), dtype=dtype, options=opts, seeds=chosen, ragged=False,
+                      device=device, poison=False)
+        cand.sets = base.sets = [wl.make_inputs(dict(shape), dtype, opts, s, device) for s in chosen]
+
+    use_sets(1)
+    set_bytes = max(1, _nbytes(cand.sets[0]))
+    one_cand = _warm(cand, timer, clock, policy)
+    null = []
+    for _ in range(policy.null_trips):  # the round trip's own cost, subtracted from every candidate batch
+        t0 = clock()
+        bench.run(0, 0, [])
+        null.append(clock() - t0)
+    cand.overhead_s = statistics.median(null) if null else 0.0
+    one_cand = max(one_cand - cand.overhead_s, 1e-9)
+    one_base = _warm(base, timer, clock, policy)
+    calls = {"candidate": _calls_for(one_cand, policy), "baseline": _calls_for(one_base, policy)}
+    n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
+    half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
+                          rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
+    timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
+    stopped, audits = [], []
+    cand.clocks.clear()
+    for rnd in range(2):
+        use_sets(n_sets)
+        aside = None
+        if profile_batches:
+            def profiled(runner, calls_in_batch, start, rnd=rnd) -> None:
+                answer = bench.run(calls_in_batch, start, [], profile=True)
+                kernels = [Kernel(str(k[0]), k[1] if isinstance(k[1], int) else None, str(k[2]))
+                           for k in answer.get("kernels") or []]
+                found = audit(kernels, own_kernels, [str(name) for name in answer.get("launched") or []])
+                audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
+                if found:
+                    raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
+            aside = ("candidate", rng.randrange(max(half.min_samples, 1)), profiled)
+        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls, clock=clock, aside=aside)
+        for k in timings:
+            timings[k] += res.timings[k].samples
+        stopped.append(res.stopped)
+    cand.sets = base.sets = []
+    return _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
+                    set_bytes)
+
+
+def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
+             set_bytes) -> dict[str, Any]:
+    unit = METRICS[challenge["metric"]][1]
+    amount = work_amount(challenge, shape)
+    cand_t, base_t = Timing(timings["candidate"], calls["candidate"]), Timing(timings["baseline"], calls["baseline"])
+    scale = 1e9 if unit == "GB/s" else 1e12
+    achieved, baseline_achieved = amount / cand_t.median / scale, amount / base_t.median / scale
+    ratio = base_t.median / cand_t.median
+    judge_s = statistics.median(j for j, _ in cand.clocks) if cand.clocks else 0.0
+    inner_s = statistics.median(i for _, i in cand.clocks) if cand.clocks else 0.0
+    v = decision.judge(challenge=challenge, profile=profile, achieved=achieved, unit=unit, ratio=ratio,
+                       working_set_bytes=amount if unit == "GB/s" else set_bytes, l2_bytes=l2_bytes, correct=True)
+    flags = list(v.flags)
+    if cand.clocks and clock_disagreement(judge_s, inner_s):
+        flags.append(tr("gpugrade.clock_disagreement", judge_ms=f"{judge_s * 1e3:.3f}", inner_ms=f"{inner_s * 1e3:.3f}",
+                        rel=f"{CLOCK_TOLERANCE_REL:.0%}", abs_ms=f"{CLOCK_TOLERANCE_ABS_S * 1e3:g}"))
+    if cand.tampered:
+        flags.append(tr("perf.tampered", names=", ".join(sorted(cand.tampered))))
+    level, verdict, reason = v.level, v.decision, v.reason
+    if flags and not v.flags:  # the cage's own findings: flagged for review, as every flag
+        level, verdict, reason = "flagged", "reject", tr("gpugrade.flagged", flags="; ".join(flags))
+    entry["workload"].update(warmup="until JIT/autotune done, >= 3 calls and 0.2 s", samples=len(cand_t.samples),
+                             calls_per_sample=calls, input_sets=n_sets, sampling_stopped=stopped)
+    entry["metrics"] = {
+        "unit": unit, "achieved": float(f"{achieved:.5g}"), "baseline_achieved": float(f"{baseline_achieved:.5g}"),
+        "ratio_to_baseline": round(ratio, 4),
+        "fraction_of_ceiling": None if v.fraction_of_ceiling is None else round(v.fraction_of_ceiling, 4),
+        "candidate": cand_t.summary(), "baseline": base_t.summary(),
+        "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
+                        "round_trip_ms": round(cand.overhead_s * 1e3, 4),
+                        "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
+        "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
+        "rechecks": cand.rechecks,
+    }
+    if audits:
+        entry["evidence"] = {**entry["evidence"], "profiled_batches": audits}
+    return {**entry, "correct": True, "flags": flags, "level": level, "decision": verdict, "reason": reason}
+
+
+def _device_sync(device: str) -> Callable[[], None]:
+    if device != "cuda":
+        return lambda: None
+    import torch
+    return torch.cuda.synchronize
+
+
+def _l2(device: str) -> int:
+    if device != "cuda":
+        return 0
+    import torch
+    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
+
+
+def measure_in_cage(remote_module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
+                    exercise: str, target: str, triton: bool, device: str = "cuda") -> dict[str, Any]:
+    """``grade --gpu``: one challenge shape of an isolated ``impl`` module, on the judge's clock."""
+    own, problem = submitted_kernels(remote_module)
+    return run_caged_challenge(RemoteBench(remote_module), challenge, shape, profile, exercise=exercise,
+                               target=target, own_kernels=own if triton else frozenset(), triton=triton,
+                               source_problem=problem if triton else None, device=device)
+
+
+PERF_TEST_FILE = "test_perf.py"  # beside a part's hidden tests: its exercises' challenges
+PERF_TEST = "test_kernel_is_correct_and_reaches_the_pass_bar"
+
+
+def perf_cases(course: Any, exercises: Any) -> list[str]:
+    """pytest node ids of the performance challenges of ``exercises`` (every shape of each), for the
+    pytest run of ``grade --gpu``."""
+    from infralab.perf.spec import case_id
+    out = []
+    for ex in exercises:
+        file = (Path(course.root) / ex.hidden_tests).parent / PERF_TEST_FILE
+        if ex.perf and file.is_file():
+            out += [f"{file}::{PERF_TEST}[{case_id(ex.name, c, shape)}]" for c in ex.perf for shape in c["shapes"]]
+    return out
+
+
+def is_caged(module: Any) -> bool:
+    """Whether ``module`` (what ``impl(...)`` returned) lives in a caged executor."""
+    from infralab.judge.isolated import RemoteModule
+    return isinstance(module, RemoteModule)
+
+

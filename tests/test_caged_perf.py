@@ -1,0 +1,232 @@
+"""Caged GPU grading's protocol on a CPU (infralab.perf.caged): the judge picks the seeds, checks the
+outputs itself (timed batches too), times batches on its own clock less the round trip, and flags a
+cage timer that disagrees. The executor's side is a fake here (its own tests: test_caged_perf_cage.py)."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from infralab.perf.caged import CagedPolicy, clock_disagreement, run_caged_challenge
+from infralab.perf.kernel_audit import Kernel
+from infralab.perf.profiles import load_profiles
+from infralab.perf.spec import validate_challenge
+from infralab.perf.workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = load_profiles(ROOT / "hardware_profiles")["h200"]
+ADD = WORKLOADS["vector_add"]
+SMALL = CagedPolicy(min_samples=4, max_samples=4, time_cap_s=60.0, batch_target_s=4e-3, warmup_s=0.0, null_trips=3)
+CHALLENGE = validate_challenge(Path("course.yml"), "perf[0]", {
+    "workload": "vector_add", "shapes": [{"N": 300}], "dtype": "float32", "metric": "bandwidth",
+    "bytes": "3*N*s", "baseline": "eager", "pass": {"fraction": 0.6, "of": "baseline"},
+    "challenge": {"fraction": 0.9, "of": "baseline"}})
+
+
+class FakeClock:
+    """The judge's clock: moves only when the fake device works."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Right:
+    @staticmethod
+    def vector_add(x, y):
+        return x + y
+
+
+class FakeBench:
+    """The executor's side, in-process: each call costs ``per_call`` of the fake clock, each request
+    ``trip``; the cage's own timer reports ``cage_timer(true seconds)``."""
+
+    def __init__(self, module, clock: FakeClock, per_call=1e-3, trip=5e-3, cage_timer=lambda s: s, tampered=(),
+                 kernels=None, alter_inputs=False):
+        self.module, self.clock, self.per_call, self.trip = module, clock, per_call, trip
+        self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
+        self.seeds: list[int] = []
+        self.requests: list[dict] = []
+        self.kept: dict[int, tuple] = {}
+
+    def prepare(self, *, workload, shape, dtype, options, seeds, ragged, device, poison, poison_bytes=0):
+        self.seeds += seeds
+        self.wl, self.opts = WORKLOADS[workload], options
+        self.sets = [self.wl.make_inputs(shape, dtype, options, s, "cpu", ragged=ragged) for s in seeds]
+        if self.alter_inputs and not poison:  # the timed sets only: the gate saw the real ones
+            self.sets = [{k: torch.ones_like(v) for k, v in s.items()} for s in self.sets]
+        return {"sets": len(self.sets), "problem": None}
+
+    def run(self, calls, start, keep, *, gate=False, profile=False):
+        self.requests.append({"calls": calls, "gate": gate, "profile": profile})
+        self.clock.now += self.trip
+        kept = {}
+        for i in range(calls):
+            out = self.wl.call(self.module, self.sets[(start + i) % len(self.sets)], self.opts)
+            self.clock.now += self.per_call
+            if i in keep:
+                kept[i] = out if isinstance(out, tuple) else (out,)
+        self.kept = kept
+        if profile:
+            return {"kernels": [[k.name, k.stream, k.kind] for k in self.kernels], "launched": ["add_kernel"] * calls, "tampered": []}
+        return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered}
+
+    def fetch(self):
+        kept, self.kept = self.kept, {}
+        return kept
+
+
+@pytest.fixture
+def eager_baseline(monkeypatch):
+    """The judge's baseline costs 1 ms per call of the fake clock (its real work is done too)."""
+    def use(clock: FakeClock, per_call=1e-3):
+        real = ADD.baselines["eager"]
+
+        def timed(inputs, opts):
+            clock.now += per_call
+            return real(inputs, opts)
+        monkeypatch.setitem(ADD.baselines, "eager", timed)
+    return use
+
+
+def run(bench, clock, **kw):
+    kw = {"policy": SMALL, "rng": random.Random(7), "own_kernels": frozenset({"add_kernel"}), "triton": True,
+          "device": "cpu", "l2_bytes": 0, **kw}
+    return run_caged_challenge(bench, CHALLENGE, CHALLENGE["shapes"][0], H200, exercise="part03_kernels.vector_add",
+                               target="alice", clock=clock, **kw)
+
+
+def test_the_judge_picks_every_seed_and_its_clock_less_the_round_trip_is_the_figure(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(Right, clock, per_call=1e-3, trip=5e-3)
+    e = run(bench, clock)
+    assert e["decision"] == "accept" and e["correct"], e["reason"]
+    assert bench.seeds == e["workload"]["seeds"] and len(set(bench.seeds)) == len(bench.seeds) > 3
+    assert e["metrics"]["candidate"]["median_ms"] == pytest.approx(1.0)  # 5 ms round trip subtracted
+    assert e["metrics"]["ratio_to_baseline"] == pytest.approx(1.0)
+    assert e["metrics"]["judge_clock"]["round_trip_ms"] == pytest.approx(5.0)
+    assert any(r["calls"] > 1 for r in bench.requests)  # batches sized to batch_target_s, not single calls
+    assert all(r == "ok" for r in e["metrics"]["rechecks"]) and len(e["metrics"]["rechecks"]) >= 4
+    for key in ("workload", "candidate", "environment", "metrics", "evidence", "decision", "protections"):
+        assert key in e  # the keys of infralab bench's entries
+    assert "judge's clock" in e["evidence"]["timing"]
+
+
+def test_a_cage_timer_that_disagrees_with_the_judge_flags_but_the_figure_stays_the_judges(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(FakeBench(Right, clock, per_call=10e-3, cage_timer=lambda s: s / 3), clock)
+    assert e["decision"] == "reject" and e["level"] == "flagged"
+    assert "disagrees with the judge's clock" in e["reason"]
+    assert e["metrics"]["candidate"]["median_ms"] == pytest.approx(10.0)
+
+
+def test_the_cross_check_tolerance_is_relative_plus_absolute():
+    assert not clock_disagreement(0.100, 0.091) and clock_disagreement(0.100, 0.087)
+    assert not clock_disagreement(0.001, 0.0) and clock_disagreement(0.010, 0.005)
+
+
+def test_timer_functions_replaced_in_the_cage_reject_by_name(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(FakeBench(Right, clock, tampered=["torch.cuda.Event.elapsed_time"]), clock)
+    assert e["decision"] == "reject" and "torch.cuda.Event.elapsed_time" in e["reason"]
+
+
+class RightInTheGateOnly:
+    """Right for the gate's calls, then a cheaper wrong answer: the count is its only cue."""
+
+    calls = 0
+
+    @classmethod
+    def vector_add(cls, x, y):
+        cls.calls += 1
+        return x + y if cls.calls <= 12 else x
+
+
+def test_outputs_of_timed_batches_are_checked_by_the_judge(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(RightInTheGateOnly, clock)
+    e = run(bench, clock)
+    assert e["decision"] == "reject" and "timed batch's output was wrong" in e["reason"]
+    assert any(r["gate"] for r in bench.requests)
+
+
+def test_inputs_the_cage_changed_are_caught_by_the_judges_own_inputs(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(FakeBench(Right, clock, alter_inputs=True), clock)
+    assert e["decision"] == "reject" and "timed batch's output was wrong" in e["reason"]
+
+
+class Wrong:
+    @staticmethod
+    def vector_add(x, y):
+        return x - y
+
+
+def test_a_wrong_answer_fails_the_gate_and_nothing_is_timed(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(Wrong, clock)
+    e = run(bench, clock)
+    assert e["decision"] == "reject" and e["level"] == "incorrect" and e["metrics"] == {}
+    assert bench.requests and all(r["gate"] for r in bench.requests)
+
+
+def test_the_judge_audits_the_profiled_batch_against_the_kernels_it_read(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    marker = Kernel("at::cuda::(anonymous namespace)::spin_kernel(long)", 7)
+    ok = run(FakeBench(Right, clock, kernels=[marker, Kernel("add_kernel", 7)]), clock, profile_batches=True)
+    assert ok["decision"] == "accept" and len(ok["evidence"]["profiled_batches"]) == 2
+    bad = run(FakeBench(Right, clock, kernels=[marker, Kernel("add_kernel", 7), Kernel("nvjet_tst_128x64", 7)]),
+              clock, profile_batches=True)
+    assert bad["decision"] == "reject" and "nvjet_tst_128x64" in bad["reason"]
+
+
+def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_baseline):
+    clock = FakeClock()
+    bench = FakeBench(Right, clock)
+    e = run(bench, clock, source_problem="part03_kernels/vector_add.py: line 3: torch.compile")
+    assert e["decision"] == "reject" and "torch.compile" in e["reason"] and bench.requests == []
+
+
+class BannedWhenTimed(FakeBench):
+    """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
+
+    def run(self, calls, start, keep, *, gate=False, profile=False):
+        if calls and not gate:
+            raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
+        return super().run(calls, start, keep, gate=gate, profile=profile)
+
+
+def test_a_guard_tripped_in_a_timed_call_rejects_with_the_cages_error(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(BannedWhenTimed(Right, clock), clock)
+    assert e["decision"] == "reject" and "a timed call failed" in e["reason"] and "aten.add" in e["reason"]
+
+
+def test_a_replaced_part_of_the_executors_challenge_side_is_a_disabled_guard(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "infralab" / "judge"))  # as in the cage: the kit's folder on the path
+    import executor
+    import perf_ops
+
+    from infralab import guards
+    from infralab.judge import wire
+    monkeypatch.setattr(executor, "flag", lambda kind, detail: None)  # main() binds the flag channel's sender
+    session = executor.Session({"code": str(tmp_path), "package": "exercises"}, torch, wire, {}, guards,
+                               executor.flag)
+    session.perf = perf_ops.PerfOps(session)
+    session.intact.update(session.perf_parts())
+    assert session.lost_guards() == []
+    monkeypatch.setattr(perf_ops.PerfOps, "_inner_timed", lambda self, batch: 1.0)
+    monkeypatch.setattr(perf_ops.checked, "tampered", lambda: [])
+    assert session.lost_guards() == ["PerfOps._inner_timed", "checked.tampered"]
