@@ -81,3 +81,21 @@ def append_that_fits(cache, seq, t, gen):
     except MemoryError:
         pytest.fail(f"append of {t} tokens needing {needed} blocks was refused with {free} free: "
                     f"refuse only when blocks_needed > free blocks (not >=)")
+
+
+def test_freeing_a_fork_keeps_the_blocks_its_parent_still_reads(impl, gen):
+    """Parent and child share 2 blocks (ref count 2): freeing the child only drops the counts to 1."""
+    cache = impl(MODULE).PagedKVCache(4, 4, 2, 4)
+    cache.add_sequence(0)
+    k0, v0 = kv(8, gen)
+    cache.append(0, k0, v0)
+    cache.fork(0, 1)
+    cache.free(1)
+    shared = cache.block_table(0)
+    assert_equal(cache.num_free_blocks(), 2, name="free blocks after freeing the fork (4 blocks, 2 still the parent's)",
+                 mistakes={("free() returned shared blocks to the free list without looking at their ref counts",
+                            "free() 不看引用计数就把共享的块放回了空闲列表"): 4})
+    assert_equal([cache.ref_count(b) for b in shared], [1, 1], name="ref counts of the parent's blocks")
+    cache.add_sequence(2)
+    cache.append(2, *kv(8, gen))  # takes the 2 free blocks; must not overwrite the parent's
+    assert_close(cache.gather(0)[0], k0, name="the parent's K after the fork was freed and another sequence appended")
