@@ -21,10 +21,12 @@ def test_defaults_are_base_10000_and_no_attention_scaling(impl):
     inv_freq, _ = rope.rope_inv_freq(8)
     expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
     assert_close(inv_freq, expected, name="inv_freq with the default base",
-                 mistakes={"the default base is not 10000": lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
+                 mistakes={("the default base is not 10000",
+                            "默认 base 不是 10000"): lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
     cos, sin = rope.rope_cos_sin(expected, 3)
     assert_close(cos[0], torch.ones(4), name="cos at position 0 with the default attention_scaling",
-                 mistakes={f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0": cos[0]})
+                 mistakes={(f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0",
+                            f"默认 attention_scaling 是 {cos[0, 0].item():.4g}，而不是 1.0"): cos[0]})
 
 
 @pytest.mark.parametrize("d,base,context,beta_fast,beta_slow,ramp,mistake", [

@@ -30,7 +30,8 @@ def test_flash_attention_with_k_and_v_in_different_layouts(impl, gen):
     o, _ = impl(MODULE).flash_attention(q, k, v)
     v_as_k = torch.as_strided(v, v.shape, k.stride())
     assert_close(o, F.scaled_dot_product_attention(q, k, v), name="o",
-                 mistakes={"V addressed with K's strides (use stride_vb/vh/vn for V)":
+                 mistakes={("V addressed with K's strides (use stride_vb/vh/vn for V)",
+                            "用 K 的步长寻址 V（V 应使用 stride_vb/vh/vn）"):
                            lambda: F.scaled_dot_product_attention(q, k, v_as_k)})
 
 

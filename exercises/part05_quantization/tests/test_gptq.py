@@ -70,9 +70,11 @@ def test_rtn_asymmetric_all_zero_and_one_signed_groups(impl):
     w = torch.tensor([[0.0, 0.0, 1.0, 3.0, -3.0, -1.0]])
     codes, scales, zeros, _ = impl(MODULE).quantize_rtn(w, bits=4, group_size=2, sym=False)
     assert_close(scales, torch.tensor([[2 / 15, 0.2, 0.2]]), name="asymmetric scales",
-                 mistakes={"the range is the group's [min, max], not widened to include 0":
+                 mistakes={("the range is the group's [min, max], not widened to include 0",
+                            "范围取了组内的 [min, max]，没有扩展到包含 0"):
                            torch.tensor([[2 / 15, 2 / 15, 2 / 15]]),
-                           "an all-zero group was not special-cased (lo, hi = -1, 1)": torch.tensor([[0.0, 0.2, 0.2]])})
+                           ("an all-zero group was not special-cased (lo, hi = -1, 1)",
+                            "全零组没有特殊处理（lo, hi = -1, 1）"): torch.tensor([[0.0, 0.2, 0.2]])})
     z = int(torch.round(1.0 / (torch.tensor(2.0) / 15)))  # round(-lo / scale) in fp32: 7.4999... -> 7
     assert_equal(zeros, torch.tensor([[z, 0, 15]], dtype=torch.int32), name="asymmetric zero points")
     assert_equal(codes, torch.tensor([[z, z, 5, 15, 0, 10]], dtype=torch.uint8), name="asymmetric codes")

@@ -67,7 +67,8 @@ def test_beta_defaults_to_one_tenth(impl, gen):
     pc, pr, rc, rr = (randn(5, generator=gen, scale=5.0) for _ in range(4))
     h = (pc - rc) - (pr - rr)
     assert_close(impl(MODULE).dpo_loss(pc, pr, rc, rr), -F.logsigmoid(0.1 * h), name="DPO loss with the default beta",
-                 mistakes={f"the default beta is {b:g}, not 0.1": -F.logsigmoid(b * h) for b in (1.0, 0.5)})
+                 mistakes={(f"the default beta is {b:g}, not 0.1",
+                            f"默认 beta 是 {b:g}，而不是 0.1"): -F.logsigmoid(b * h) for b in (1.0, 0.5)})
 
 
 def test_label_smoothing_gives_eps_to_the_flipped_preference(impl, gen):
