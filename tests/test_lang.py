@@ -1,5 +1,5 @@
-"""--lang zh reaches a course's failure messages and diagnoses (Part 01 today: its graders'
-diagnoses carry both languages; the other parts' diagnoses are English, see the report)."""
+"""--lang zh reaches a course's failure messages and diagnoses, visible and hidden (Part 01's sampling;
+tests/test_i18n_parts.py runs one visible test per part)."""
 from infralab.course import load_course
 from infralab.runner import TestRun, run_tests
 from tests.test_i18n import CJK

@@ -42,24 +42,28 @@ IDS = [f"{op}-{'x'.join(map(str, shape.values()))}{'-causal' if causal else ''}"
 
 def cost_mistakes(op: str, shape: dict, s: int, causal: bool, flops: int, nbytes: int) -> dict:
     """The (flops, bytes) each known mistake gives, built from the right answer."""
-    out = {"dtype size ignored (bytes counted as elements)": (flops, nbytes // s)}
+    out = {("dtype size ignored (bytes counted as elements)", "忽略了 dtype 的大小（把元素个数当成字节数）"): (flops, nbytes // s)}
     if op == "matmul":
         M, N = shape["M"], shape["N"]
-        out["a multiply-add counted as 1 FLOP (M*N*K)"] = (flops // 2, nbytes)
-        out["the output C not counted (reads only)"] = (flops, nbytes - M * N * s)
+        out[("a multiply-add counted as 1 FLOP (M*N*K)", "一次乘加算成了 1 FLOP（M*N*K）")] = (flops // 2, nbytes)
+        out[("the output C not counted (reads only)", "没有计入输出 C（只算了读取）")] = (flops, nbytes - M * N * s)
     if op == "norm":
         M, N = shape["M"], shape["N"]
-        out["read and write counted once (M*N bytes, not 2*M*N)"] = (flops, nbytes - M * N * s)
+        out[("read and write counted once (M*N bytes, not 2*M*N)",
+             "读和写只算了一次（M*N 字节，而不是 2*M*N）")] = (flops, nbytes - M * N * s)
     if op == "attention":
-        out["causal mask ignored: full FLOPs"] = (flops * 2, nbytes) if causal else (flops, nbytes)
-        out["the S x S score matrix counted as HBM traffic (unfused attention)"] = (
+        out[("causal mask ignored: full FLOPs",
+             "忽略了因果掩码：按完整 FLOPs 计算")] = (flops * 2, nbytes) if causal else (flops, nbytes)
+        out[("the S x S score matrix counted as HBM traffic (unfused attention)",
+             "S x S 的分数矩阵被算作 HBM 流量（未融合的注意力）")] = (
             flops, nbytes + 2 * shape["B"] * shape["H"] * shape["S"] ** 2 * s)
-        out["a multiply-add counted as 1 FLOP"] = (flops // 2, nbytes)
+        out[("a multiply-add counted as 1 FLOP", "一次乘加算成了 1 FLOP")] = (flops // 2, nbytes)
     if op == "decode":
         B, HQ, HKV, S, D = (shape[k] for k in ("B", "HQ", "HKV", "S", "D"))
-        out["KV cache bytes counted with the query heads (HQ) instead of the KV heads"] = (
+        out[("KV cache bytes counted with the query heads (HQ) instead of the KV heads",
+             "KV 缓存的字节数按查询头数（HQ）而不是 KV 头数计算")] = (
             flops, nbytes + 2 * B * (HQ - HKV) * S * D * s)
-        out["only K read from the cache (V forgotten)"] = (flops, nbytes - B * HKV * S * D * s)
+        out[("only K read from the cache (V forgotten)", "只从缓存读了 K（忘了 V）")] = (flops, nbytes - B * HKV * S * D * s)
     return out
 
 
@@ -71,7 +75,8 @@ def test_op_cost_and_bound_match_the_hand_derived_h200_table(impl, op, shape, ca
     assert_equal(got, (flops, nbytes), name=f"(flops, bytes) of {op} {shape}",
                  mistakes=cost_mistakes(op, shape, 2, causal, flops, nbytes))
     assert_equal(m.bound(flops, nbytes, PEAK, BW), expected_bound, name=f"bound of {op} {shape} on the H200",
-                 mistakes={"compute and memory swapped": "memory" if expected_bound == "compute" else "compute"})
+                 mistakes={("compute and memory swapped",
+                            "计算与访存对调了"): "memory" if expected_bound == "compute" else "compute"})
 
 
 def reference_cost(op: str, shape: dict, s: int, causal: bool) -> tuple[int, int]:
@@ -123,9 +128,11 @@ def test_op_cost_rejects_bad_arguments(impl, call):
 
 
 def roofline_mistakes(intensity: float) -> dict:
-    return {"max instead of min (the roofline is the lower ceiling)": max(PEAK, intensity * BW),
-            "intensity divided by the bandwidth instead of multiplied": min(PEAK, intensity / BW),
-            "no compute ceiling (intensity * bandwidth only)": intensity * BW}
+    return {("max instead of min (the roofline is the lower ceiling)",
+             "用了 max 而不是 min（roofline 取较低的上限）"): max(PEAK, intensity * BW),
+            ("intensity divided by the bandwidth instead of multiplied",
+             "算术强度除以了带宽，而不是乘以带宽"): min(PEAK, intensity / BW),
+            ("no compute ceiling (intensity * bandwidth only)", "没有计算上限（只有 强度 * 带宽）"): intensity * BW}
 
 
 @pytest.mark.weight(2)
@@ -142,10 +149,12 @@ def test_intensity_and_ridge_point_on_the_h200(impl):
     m = impl(MODULE)
     assert_close(torch.tensor(float(m.ridge_point(PEAK, BW)), dtype=torch.float64),
                  torch.tensor(737.7e12 / 4228e9, dtype=torch.float64), name="H200 ridge point (FLOP/byte)",
-                 mistakes={"ridge inverted (bandwidth / peak)": torch.tensor(4228e9 / 737.7e12, dtype=torch.float64)})
+                 mistakes={("ridge inverted (bandwidth / peak)",
+                            "拐点算反了（带宽 / 峰值）"): torch.tensor(4228e9 / 737.7e12, dtype=torch.float64)})
     assert_close(torch.tensor(float(m.arithmetic_intensity(137438953472, 100663296)), dtype=torch.float64),
                  torch.tensor(4096 / 3, dtype=torch.float64), name="intensity of a 4096^3 bf16 matmul",
-                 mistakes={"bytes / flops instead of flops / bytes": torch.tensor(3 / 4096, dtype=torch.float64)})
+                 mistakes={("bytes / flops instead of flops / bytes",
+                            "用了 字节 / FLOPs 而不是 FLOPs / 字节"): torch.tensor(3 / 4096, dtype=torch.float64)})
     with pytest.raises(ValueError):
         m.arithmetic_intensity(1.0, 0.0)
 
@@ -165,6 +174,7 @@ def test_roofline_time_on_the_h200(impl, op, shape, causal, flops, nbytes, expec
     expected = max(flops / PEAK, nbytes / BW)
     assert_close(torch.tensor(float(got), dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
                  name=f"shortest time of {op} {shape} on the H200 (s)",
-                 mistakes={"sum of compute and memory time (no overlap)":
+                 mistakes={("sum of compute and memory time (no overlap)", "计算时间与访存时间相加了（没有重叠）"):
                            torch.tensor(flops / PEAK + nbytes / BW, dtype=torch.float64),
-                           "min instead of max": torch.tensor(min(flops / PEAK, nbytes / BW), dtype=torch.float64)})
+                           ("min instead of max",
+                            "用了 min 而不是 max"): torch.tensor(min(flops / PEAK, nbytes / BW), dtype=torch.float64)})

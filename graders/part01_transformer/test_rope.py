@@ -95,23 +95,28 @@ def llama3_theta(t, s):
 def inv_freq_mistakes(d, base, scaling, seq_len=None):
     s = scaling or {"type": "default"}
     out = {
-        "exponent i/D instead of 2i/D (theta_i = base^(-i/D))":
+        ("exponent i/D instead of 2i/D (theta_i = base^(-i/D))", "指数用了 i/D 而不是 2i/D（theta_i = base^(-i/D)）"):
             lambda: torch.tensor([base ** (-i / d) for i in range(d // 2)]).float(),
-        "the scaling was ignored (plain base^(-2i/D))": lambda: reference_inv_freq(d, base)[0],
+        ("the scaling was ignored (plain base^(-2i/D))",
+         "忽略了缩放（直接用 base^(-2i/D)）"): lambda: reference_inv_freq(d, base)[0],
     }
     if "factor" in s:
-        out["linear scaling multiplied the frequencies (positions multiplied by factor, not divided)"] = \
+        out[("linear scaling multiplied the frequencies (positions multiplied by factor, not divided)",
+             "linear 缩放把频率乘上了 factor（位置被乘以 factor，而不是除以）")] = \
             lambda: reference_inv_freq(d, base)[0] * s["factor"]
     if s["type"] == "llama3":
         swapped = dict(s, low_freq_factor=s["high_freq_factor"], high_freq_factor=s["low_freq_factor"])
-        out["low_freq_factor and high_freq_factor swapped"] = lambda: reference_inv_freq(d, base, swapped)[0]
+        out[("low_freq_factor and high_freq_factor swapped",
+             "low_freq_factor 与 high_freq_factor 用反了")] = lambda: reference_inv_freq(d, base, swapped)[0]
     if s["type"] == "yarn":
-        out["YaRN ramp reversed (fast pairs interpolated, slow pairs kept)"] = \
+        out[("YaRN ramp reversed (fast pairs interpolated, slow pairs kept)", "YaRN 的斜坡反了（快速配对被插值，慢速配对被保留）")] = \
             lambda: reference_inv_freq(d, base, dict(s, beta_fast=s.get("beta_slow", 1), beta_slow=s.get("beta_fast", 32)))[0]
         low, high = yarn_bounds(d, base, s)
-        out[f"YaRN's lower bound not clamped at 0 (low = {low}, use max(low, 0))"] = \
+        out[(f"YaRN's lower bound not clamped at 0 (low = {low}, use max(low, 0))",
+             f"YaRN 的下界没有截到 0（low = {low}，应取 max(low, 0)）")] = \
             lambda: yarn_with_bounds(d, base, s, low, max(min(high, d - 1), low + 0.001))
-        out[f"YaRN's upper bound not clamped at D - 1 (high = {high}, use min(high, D - 1))"] = \
+        out[(f"YaRN's upper bound not clamped at D - 1 (high = {high}, use min(high, D - 1))",
+             f"YaRN 的上界没有截到 D - 1（high = {high}，应取 min(high, D - 1)）")] = \
             lambda: yarn_with_bounds(d, base, s, max(low, 0), high)
     return out
 
@@ -194,7 +199,8 @@ def test_yarn_bounds_are_clamped_and_guarded(impl, d, base, scaling, state, reac
     got, _ = impl(MODULE).rope_inv_freq(d, base=base, scaling=scaling)
     if isinstance(got, torch.Tensor) and bool(torch.isnan(got).any()) and "guard" in state:
         raise Mismatch(f"inv_freq for {scaling}: NaN at pairs {torch.isnan(got).nonzero().flatten().tolist()}",
-                       "YaRN's ramp divides by high - low without the guard: when low == high, add 0.001 to high")
+                       ("YaRN's ramp divides by high - low without the guard: when low == high, add 0.001 to high",
+                        "YaRN 的斜坡除以 high - low 时没有保护：low == high 时应给 high 加 0.001"))
     check_inv_freq(impl(MODULE), d, base, scaling)
 
 
@@ -202,7 +208,8 @@ def test_rope_inv_freq_defaults_to_base_10000_without_scaling(impl):
     d = 64
     got, scaling = impl(MODULE).rope_inv_freq(d)
     assert_close(got, reference_inv_freq(d, 10000.0)[0], name="inv_freq with the default base",
-                 mistakes={f"the default base is {b:g}, not 10000": reference_inv_freq(d, b)[0]
+                 mistakes={(f"the default base is {b:g}, not 10000",
+                            f"默认 base 是 {b:g}，而不是 10000"): reference_inv_freq(d, b)[0]
                            for b in (500000.0, 1e6, 1e5, 1000.0)})
     assert scaling == 1.0, f"attention_scaling without scaling must be 1.0, got {scaling!r}"
 
@@ -215,7 +222,8 @@ def test_rope_cos_sin_defaults_to_no_offset_and_no_scaling(impl):
     default = got[0][0, 0].item() if isinstance(got[0], torch.Tensor) and got[0].dim() == 2 else float("nan")
     for k, (name, want) in enumerate((("cos", cos), ("sin", sin))):
         assert_close(got[k], want, name=f"{name} with the default offset and attention_scaling",
-                     mistakes={f"the default attention_scaling is {default:.6g}, not 1.0": want * default})
+                     mistakes={(f"the default attention_scaling is {default:.6g}, not 1.0",
+                                f"默认 attention_scaling 是 {default:.6g}，而不是 1.0"): want * default})
 
 
 LLAMA3_CONFIGS = [
@@ -262,9 +270,9 @@ def cos_sin_mistakes(inv_freq, seq_len, offset, scaling):
     exact = reference_cos_sin(inv_freq, seq_len, offset, scaling)
     unscaled = reference_cos_sin(inv_freq, seq_len, offset, 1.0)
     return {
-        "the position offset was ignored (positions start at 0)": (from_zero[0], from_zero[1]),
-        "attention_scaling was not applied to cos/sin": unscaled,
-        "cos and sin swapped": (exact[1], exact[0]),
+        ("the position offset was ignored (positions start at 0)", "忽略了位置偏移（位置从 0 开始）"): (from_zero[0], from_zero[1]),
+        ("attention_scaling was not applied to cos/sin", "cos/sin 没有乘 attention_scaling"): unscaled,
+        ("cos and sin swapped", "cos 与 sin 对调了"): (exact[1], exact[0]),
     }
 
 
@@ -328,9 +336,11 @@ def reference_apply(x, cos, sin, pairing):
 def apply_mistakes(x, cos, sin, pairing):
     other = "rotate_half" if pairing == "interleaved" else "interleaved"
     return {
-        f"{other} pairs used instead of {pairing}": lambda: reference_apply(x, cos, sin, other),
-        "sin sign flipped (rotated clockwise)": lambda: reference_apply(x, cos, -sin, pairing),
-        "the result kept in float32 instead of the input dtype": lambda: reference_apply(x.float(), cos, sin, pairing),
+        (f"{other} pairs used instead of {pairing}",
+         f"用了 {other} 配对，而不是 {pairing}"): lambda: reference_apply(x, cos, sin, other),
+        ("sin sign flipped (rotated clockwise)", "sin 的符号反了（顺时针旋转）"): lambda: reference_apply(x, cos, -sin, pairing),
+        ("the result kept in float32 instead of the input dtype",
+         "结果保留为 float32，而不是输入的 dtype"): lambda: reference_apply(x.float(), cos, sin, pairing),
     }
 
 
@@ -387,5 +397,5 @@ def test_yarn_end_to_end_scales_the_rotated_vectors(impl, gen):
     unscaled = reference_cos_sin(ref_inv, 4, 40, 1.0)
     assert_close(got, reference_apply(x, ref_cos, ref_sin, "rotate_half"), name="YaRN-rotated q",
                  rtol=1e-4, atol=1e-4,  # inv_freq may be 1 ulp off the float64 reference; x40 in the angle
-                 mistakes={"YaRN's attention_scaling was not applied":
+                 mistakes={("YaRN's attention_scaling was not applied", "没有应用 YaRN 的 attention_scaling"):
                            lambda: reference_apply(x, *unscaled, "rotate_half")})

@@ -21,7 +21,8 @@ numels_st = st.lists(st.integers(1, 13), min_size=1, max_size=5)
 @given(total=st.integers(0, 200), n=st.integers(1, 9))
 def test_shard_size_rounds_up(impl, total, n):
     assert_equal(impl(MODULE).shard_size(total, n), math.ceil(total / n), name=f"shard_size({total}, {n})",
-                 mistakes={"floor division: the last elements belong to no rank": total // n})
+                 mistakes={("floor division: the last elements belong to no rank",
+                            "用了向下取整的除法：最后的元素不属于任何 rank"): total // n})
 
 
 @given(numels=numels_st, n=st.integers(1, 4), seed=st.integers(0, 2**31 - 1))

@@ -44,23 +44,28 @@ def stale_accumulator(q, k, v, causal, scale, block):
 
 
 def o_mistakes(q, k, v, causal, scale):
-    stale = {f"acc was not rescaled by exp(m_old - m_new) when a key block raised the max (BLOCK_N={b})":
+    stale = {(f"acc was not rescaled by exp(m_old - m_new) when a key block raised the max (BLOCK_N={b})",
+              f"某个键块抬高了最大值时，acc 没有乘 exp(m_old - m_new) 重新缩放（BLOCK_N={b}）"):
              (lambda blk: lambda: stale_accumulator(q, k, v, causal, scale, blk))(b) for b in (16, 32, 64, 128)}
     return stale | {
-        "the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right (j <= i + S_k - S_q)":
+        ("the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right (j <= i + S_k - S_q)",
+         "因果掩码按左上角对齐（j <= i）；S_k > S_q 时必须按右下角对齐（j <= i + S_k - S_q）"):
             lambda: attention(q, k, v, causal, scale, top_left=True)[0],
-        "the causal mask excludes the diagonal (j < i instead of j <= i)":
+        ("the causal mask excludes the diagonal (j < i instead of j <= i)", "因果掩码排除了对角线（用了 j < i 而不是 j <= i）"):
             lambda: attention(q, k, v, causal, scale, strict=True)[0],
-        "no causal mask was applied": lambda: attention(q, k, v, False, scale)[0],
+        ("no causal mask was applied", "没有应用因果掩码"): lambda: attention(q, k, v, False, scale)[0],
     }
 
 
 def lse_mistakes(q, k, v, causal, scale):
     lse = attention(q, k, v, causal, scale)[1]
     return {
-        "lse is in log2 (m + log2(l) from the exp2 domain); convert it back to the natural log": lse * math.log2(math.e),
-        "lse is the row max only; add log(l)": scores(q, k, causal, scale).amax(-1).float(),
-        "the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right":
+        ("lse is in log2 (m + log2(l) from the exp2 domain); convert it back to the natural log",
+         "lse 是以 2 为底的（exp2 域中的 m + log2(l)）；应换回自然对数"): lse * math.log2(math.e),
+        ("lse is the row max only; add log(l)",
+         "lse 只有行最大值；还要加上 log(l)"): scores(q, k, causal, scale).amax(-1).float(),
+        ("the causal mask is aligned top-left (j <= i); with S_k > S_q it must be bottom-right",
+         "因果掩码按左上角对齐（j <= i）；S_k > S_q 时必须按右下角对齐"):
             lambda: attention(q, k, v, causal, scale, top_left=True)[1],
     }
 
@@ -69,7 +74,8 @@ def check(impl, q, k, v, causal, scale=None):
     sm_scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     o, lse = impl(MODULE).flash_attention(q, k, v, causal=causal, sm_scale=scale)
     want_o, want_lse = attention(q, k, v, causal, sm_scale)
-    assert_all_written(o, name="o", diagnosis="a query block was never written, or a row saw no key (0 / 0)")
+    assert_all_written(o, name="o", diagnosis=("a query block was never written, or a row saw no key (0 / 0)",
+                                               "某个查询块从未写入，或某一行没有看到任何键（0 / 0）"))
     # exp(s - m) in fp32 is off by about |s - m| * eps: scores spread far apart widen the bound
     s = scores(q, k, causal, sm_scale)
     widen = max(1.0, float(s[torch.isfinite(s)].abs().max()) / 16)
@@ -116,7 +122,8 @@ def test_flash_attention_probabilities_rebuilt_from_lse_reproduce_o(impl, gen):
     s = scores(q, k, True, 0.25)
     p = torch.exp(s - lse.double()[..., None])
     assert_close(p.sum(-1).float(), torch.ones(1, 2, 37), name="rows of exp(s - lse)", rtol=1e-4, atol=1e-4,
-                 mistakes={"lse is in log2 (or otherwise not the natural log-sum-exp of the scores)":
+                 mistakes={("lse is in log2 (or otherwise not the natural log-sum-exp of the scores)",
+                            "lse 是以 2 为底的（或者不是分数的自然 log-sum-exp）"):
                            torch.exp(s - (lse.double() / math.log2(math.e))[..., None]).sum(-1).float()})
     assert_close(o, (p @ v.double()).float(), name="o against exp(s - lse) @ v", rtol=1e-4, atol=1e-4)
 
@@ -141,7 +148,8 @@ def test_flash_attention_reads_k_and_v_through_their_own_strides(impl, gen, dtyp
     want, _ = attention(q, k, v, True, 0.25)
     v_as_k = torch.as_strided(v, v.shape, k.stride(), v.storage_offset())  # V's memory read with K's strides
     assert_close(o, want, name="o", reduction=45,
-                 mistakes={"V addressed with K's strides (stride_kb/kh/kn instead of stride_vb/vh/vn)":
+                 mistakes={("V addressed with K's strides (stride_kb/kh/kn instead of stride_vb/vh/vn)",
+                            "用 K 的步长寻址 V（用了 stride_kb/kh/kn 而不是 stride_vb/vh/vn）"):
                            lambda: attention(q, k, v_as_k, True, 0.25)[0]})
 
 

@@ -14,7 +14,8 @@ def reference(a, b):
 
 
 def mistakes(a, b):
-    return {"the strides were ignored (row-major assumed), so a transposed input was read in the wrong order":
+    return {("the strides were ignored (row-major assumed), so a transposed input was read in the wrong order",
+             "忽略了步长（假定行主序），转置的输入按错误顺序读取"):
             lambda: (torch.as_strided(a, a.shape, (a.shape[1], 1)).double()
                      @ torch.as_strided(b, b.shape, (b.shape[1], 1)).double()).to(a.dtype)}
 
@@ -49,7 +50,8 @@ def test_matmul_accumulates_in_fp32(impl, gen):
         for k in range(0, 1024, 16):
             fp16_sum = (fp16_sum.float() + a[:, k:k + 16].float() @ b[k:k + 16].float()).half()
         assert_close(got, expected, name="C", rtol=1.5e-3, atol=0.0,  # one fp16 ulp is 2**-10 = 9.8e-4 relative
-                     mistakes={"the running sum was kept in fp16: accumulate in fp32 and cast once at the end": fp16_sum})
+                     mistakes={("the running sum was kept in fp16: accumulate in fp32 and cast once at the end",
+                                "累加和保留在 fp16 中：应在 fp32 中累加，最后只转换一次"): fp16_sum})
 
 
 @pytest.mark.weight(2)

@@ -19,13 +19,14 @@ def out_mistakes(x, r, w, eps):
     block = 1 << (d - 1).bit_length()
     half = (x + r) if x.dtype == torch.float16 else None
     return {
-        "mean of squares divided by the padded BLOCK_SIZE instead of the row width D":
+        ("mean of squares divided by the padded BLOCK_SIZE instead of the row width D",
+         "平方均值除以了填充后的 BLOCK_SIZE，而不是行宽 D"):
             lambda: (s * torch.rsqrt(s.pow(2).sum(-1, keepdim=True) / block + eps) * wf).to(x.dtype),
-        "eps added outside the square root (s / (rms + eps))":
+        ("eps added outside the square root (s / (rms + eps))", "eps 加在了平方根外面（s / (rms + eps)）"):
             lambda: (s / (s.pow(2).mean(-1, keepdim=True).sqrt() + eps) * wf).to(x.dtype),
-        "normalised x alone: the residual was not added before the norm":
+        ("normalised x alone: the residual was not added before the norm", "只对 x 做了归一化：归一化之前没有加上残差"):
             lambda: (F.rms_norm(x.float(), (d,), eps=eps) * wf).to(x.dtype),
-        "squares summed in fp16, which overflows (compute in fp32)":
+        ("squares summed in fp16, which overflows (compute in fp32)", "平方在 fp16 中求和，发生溢出（应在 fp32 中计算）"):
             lambda: (half.float() * torch.rsqrt((half * half).sum(-1, keepdim=True).float() / d + eps)
                      * wf).to(x.dtype),
     }

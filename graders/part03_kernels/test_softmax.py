@@ -35,19 +35,22 @@ def zero_padded(x, block):
 def mistakes(x, block):
     pow2 = 1 << (x.shape[-1] - 1).bit_length()
     return {
-        "the running sum was not rescaled by exp(m_old - m_new) when the max grew":
+        ("the running sum was not rescaled by exp(m_old - m_new) when the max grew",
+         "最大值增大时，累加和没有乘 exp(m_old - m_new) 重新缩放"):
             lambda: online_without_rescale(x, block),
-        "masked lanes were loaded as 0 instead of -inf, so padding adds to the sum":
+        ("masked lanes were loaded as 0 instead of -inf, so padding adds to the sum",
+         "被掩码的位置按 0 而不是 -inf 读入，填充值计入了求和"):
             lambda: zero_padded(x, block or pow2),
-        "the row max was not subtracted before exp":
+        ("the row max was not subtracted before exp", "exp 之前没有减去行最大值"):
             lambda: (torch.exp(x.double()) / torch.exp(x.double()).sum(-1, keepdim=True)).to(x.dtype),
     }
 
 
 def check(impl, x, block_size=None):
     got = impl(MODULE).softmax(x, block_size=block_size)
-    assert_all_written(got, diagnosis="exp overflowed to inf and inf / inf gave NaN: subtract the row max before "
-                                      "exp (or part of the output was never written)")
+    assert_all_written(got, diagnosis=("exp overflowed to inf and inf / inf gave NaN: subtract the row max before "
+                                      "exp (or part of the output was never written)",
+                                       "exp 溢出为 inf，inf / inf 得到 NaN：exp 之前要减去行最大值（或者部分输出从未写入）"))
     assert_close(got, reference(x), mistakes=mistakes(x, block_size))
 
 

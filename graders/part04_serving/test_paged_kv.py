@@ -36,7 +36,8 @@ def assert_unchanged(before, after, what):
     for key in ("free", "refs", "tables", "lens"):
         if before[key] != after[key]:
             raise Mismatch(f"{what} changed the cache's {key}: {before[key]} -> {after[key]}",
-                           "an append that failed midway and kept what it had allocated (not all-or-nothing)")
+                           ("an append that failed midway and kept what it had allocated (not all-or-nothing)",
+                            "append 中途失败却保留了已分配的块（不是全有或全无）"))
     for s, (k, v) in before["data"].items():
         assert_close(after["data"][s][0], k, name=f"K of sequence {s} after {what}")
         assert_close(after["data"][s][1], v, name=f"V of sequence {s} after {what}")
@@ -51,7 +52,8 @@ def test_slot_mapping_follows_the_block_table(impl, gen):
         length = cache.seq_len(s)
         assert_equal(slots, expected_slots(cache.block_table(s), length, 4)[length - t:],
                      name=f"slots returned by append to sequence {s}",
-                     mistakes={"slot = block * block_size + position (position not taken modulo block_size)":
+                     mistakes={("slot = block * block_size + position (position not taken modulo block_size)",
+                                "slot = block * block_size + position（position 没有对 block_size 取模）"):
                                torch.tensor(cache.block_table(s))[torch.arange(length - t, length) // 4] * 4
                                + torch.arange(length - t, length)})
     for s in range(3):
@@ -73,7 +75,8 @@ def test_append_to_a_forked_partial_block_copies_it_first(impl, gen):
     table1 = cache.block_table(1)
     if table1[1] == shared_partial:
         raise Mismatch("the child wrote into the block it shares with its parent",
-                       "fork without copy-on-write: the shared, partly filled last block must be copied first")
+                       ("fork without copy-on-write: the shared, partly filled last block must be copied first",
+                        "fork 后没有写时复制：共享且未写满的最后一块必须先复制"))
     assert table1[0] == shared_full, "the full shared block must stay shared (no copy)"
     assert cache.ref_count(shared_full) == 2 and cache.ref_count(shared_partial) == 1
     assert_close(cache.gather(0)[0], k0, name="parent's K after the child's append")
@@ -215,7 +218,8 @@ def test_free_returns_only_unshared_blocks(impl, gen):
     cache.free(0)
     if cache.num_free_blocks() != 4:
         raise Mismatch(f"after freeing the parent of a fork, {cache.num_free_blocks()} blocks are free, expected 4",
-                       "free() returned shared blocks to the free list without looking at reference counts")
+                       ("free() returned shared blocks to the free list without looking at reference counts",
+                        "free() 不看引用计数就把共享的块放回了空闲列表"))
     assert_close(cache.gather(1)[0], k, name="the child's K after its parent was freed")
     cache.free(1)
     assert cache.num_free_blocks() == 6

@@ -91,9 +91,10 @@ def correlated_inputs(g, n, cols, dead=()):
 def gptq_mistakes(w, x, bits, gs, act_order, sym):
     kw = dict(bits=bits, gs=gs, act_order=act_order, sym=sym)
     return {
-        "no error feedback: every column rounded on its own (that is RTN, not GPTQ)":
+        ("no error feedback: every column rounded on its own (that is RTN, not GPTQ)",
+         "没有误差反馈：每一列单独取整（那是 RTN，不是 GPTQ）"):
             lambda: reference_gptq(w, x, feedback=False, **kw)[0],
-        "act-order permutation not undone: codes returned in processing order":
+        ("act-order permutation not undone: codes returned in processing order", "act-order 的列置换没有还原：编码按处理顺序返回"):
             lambda: reference_gptq(w, x, undo_perm=False, **kw)[0],
     }
 
@@ -118,7 +119,7 @@ def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percda
     codes, scales, zeros, g_idx = got
     e_codes, e_scales, e_zeros, e_gidx = reference_gptq(w, x, bits, gs, act_order, percdamp, sym)
     assert_equal(g_idx, e_gidx, name="g_idx (group of each original column)",
-                 mistakes={"g_idx not permuted back to the original column order":
+                 mistakes={("g_idx not permuted back to the original column order", "g_idx 没有置换回原始列顺序"):
                            torch.arange(w.shape[1]) // (w.shape[1] if gs == -1 else gs)})
     check_tensor(scales, shape=tuple(e_scales.shape), dtype=torch.float32, name="scales")
     assert_codes_close(codes, e_codes, name="codes", mistakes=gptq_mistakes(w, x, bits, gs, act_order, sym))
@@ -141,11 +142,13 @@ def test_hessian_is_two_over_n_xtx(impl, n, cols, three_d, seed):
     got = impl(MODULE).gptq_hessian(arg)
     if isinstance(got, torch.Tensor) and tuple(got.shape) == (n, n) and n != cols:
         raise Mismatch(f"Hessian: expected shape ({cols}, {cols}), got ({n}, {n})",
-                       "X X^T (samples x samples) instead of X^T X (inputs x inputs)")
+                       ("X X^T (samples x samples) instead of X^T X (inputs x inputs)",
+                        "用了 X X^T（样本 x 样本），而不是 X^T X（输入 x 输入）"))
     assert_close(got, ref_hessian(x), name="Hessian", reduction=n, mistakes={
-        "missing the factor 2 / n (plain X^T X)": lambda: x.T @ x,
-        "1 / n instead of 2 / n": lambda: x.T @ x / n,
-        "X X^T (samples x samples) instead of X^T X (inputs x inputs)": lambda: 2 / n * x @ x.T,
+        ("missing the factor 2 / n (plain X^T X)", "缺少系数 2 / n（直接用 X^T X）"): lambda: x.T @ x,
+        ("1 / n instead of 2 / n", "用了 1 / n 而不是 2 / n"): lambda: x.T @ x / n,
+        ("X X^T (samples x samples) instead of X^T X (inputs x inputs)",
+         "用了 X X^T（样本 x 样本），而不是 X^T X（输入 x 输入）"): lambda: 2 / n * x @ x.T,
     })
 
 
@@ -196,8 +199,8 @@ def test_lazy_block_size_does_not_change_the_result(impl, gen):
             check_against_reference(got, w, x)
         except Mismatch as e:
             raise Mismatch(f"block_size={block}: {e}", e.diagnosis or (
-                "the lazy update went to the wrong columns (only the next block, or not past the block)"
-                if block == 8 else None)) from None
+                ("the lazy update went to the wrong columns (only the next block, or not past the block)",
+                 "惰性更新作用到了错误的列（只到下一个块，或没有越过当前块）") if block == 8 else None)) from None
 
 
 @pytest.mark.weight(2)
@@ -212,7 +215,8 @@ def test_dead_inputs_quantise_to_zero(impl, gen):
         assert bool(torch.isfinite(deq).all()), "non-finite dequantised weights"
         if bool(deq[:, list(dead)].ne(0).any()):
             raise Mismatch(f"dequantised weights of dead inputs {dead} are not all 0 (group_size={gs})",
-                           "dead columns (H_ii = 0) not zeroed: their original weights were quantised")
+                           ("dead columns (H_ii = 0) not zeroed: their original weights were quantised",
+                            "死列（H_ii = 0）没有置零：量化了它们原来的权重"))
         check_against_reference(got, w, x, gs=gs, act_order=act)
 
 
@@ -225,7 +229,8 @@ def test_rank_deficient_calibration_is_damped(impl, gen):
         got = impl(MODULE).gptq_quantize(w, x, bits=4, group_size=-1, percdamp=0.01, block_size=16)
     except RuntimeError as e:  # torch.linalg.LinAlgError is a RuntimeError
         raise Mismatch(f"gptq_quantize failed on a singular Hessian: {e}",
-                       "no damping (percdamp * mean(diag H) on the diagonal)") from None
+                       ("no damping (percdamp * mean(diag H) on the diagonal)",
+                        "没有加阻尼（应在对角线上加 percdamp * mean(diag H)）")) from None
     check_against_reference(got, w, x)
 
 
@@ -246,13 +251,13 @@ def test_each_group_has_its_own_scale(impl, gen):
     scales = got[1]
     if isinstance(scales, torch.Tensor) and tuple(scales.shape) == (8, 1):
         raise Mismatch("scales: expected shape (8, 4), one per group, got (8, 1)",
-                       "group scale from the whole row instead of per group")
+                       ("group scale from the whole row instead of per group", "组的 scale 取自整行，而不是每组各自计算"))
     # A group's range is taken after the error of every earlier column was fed into it, so a code that
     # flips (fp32 rounding order, see FLIP_BUDGET) moves later groups' scales by up to a grid step of the
     # flipped column. Replayed with the answer's own codes, the reference's scales depend on fp32 rounding alone.
     e = reference_gptq(w, x, 4, 16, follow_codes=check_tensor(got[0], shape=(8, 64), dtype=torch.uint8, name="codes"))
     assert_close(scales, e[1], name="group scales", rtol=GROUP_SCALE_RTOL, atol=0.0,
-                 mistakes={"group scale from the whole row instead of per group":
+                 mistakes={("group scale from the whole row instead of per group", "组的 scale 取自整行，而不是每组各自计算"):
                            lambda: ref_params(w, 4, True)[0][:, None].expand(8, 4)})
     check_against_reference(got, w, x, gs=16)
 
@@ -265,7 +270,8 @@ def test_act_order_groups_follow_processing_order(impl, gen):
     perm = torch.argsort(ref_hessian(x).diagonal(), descending=True)
     expected = torch.empty(32, dtype=torch.int64)
     expected[perm] = torch.arange(32) // 8
-    assert_equal(g_idx, expected, name="g_idx", mistakes={"g_idx in processing order (not un-permuted)":
+    assert_equal(g_idx, expected, name="g_idx", mistakes={("g_idx in processing order (not un-permuted)",
+                                                           "g_idx 按处理顺序返回（没有还原置换）"):
                                                           torch.arange(32) // 8})
 
 
@@ -302,7 +308,7 @@ def test_dequantize_gptq_gathers_through_g_idx(impl, out, G, seed):
     expected = torch.stack([(codes[:, j].float() - zeros[:, g_idx[j]].float()) * scales[:, g_idx[j]]
                             for j in range(cols)], 1)
     assert_close(impl(MODULE).dequantize_gptq(codes, scales, zeros, g_idx), expected, name="dequantised weight",
-                 mistakes={"groups taken as consecutive columns, ignoring g_idx":
+                 mistakes={("groups taken as consecutive columns, ignoring g_idx", "把组当成连续的列，忽略了 g_idx"):
                            lambda: dequant(codes, scales, zeros, torch.arange(cols) // 4)})
 
 
@@ -333,9 +339,11 @@ def asym_params_mistakes(w, bits, group):
     plain = (hi - lo).masked_fill(hi == lo, 2.0) / top
     unguarded = hi.clamp(min=0) - lo.clamp(max=0)
     return {
-        "the asymmetric range is the group's [min, max], not widened to include 0 (lo = min(min(x), 0), "
-        "hi = max(max(x), 0))": plain,
-        "an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1 (scale 0 otherwise)":
+        ("the asymmetric range is the group's [min, max], not widened to include 0 (lo = min(min(x), 0), "
+        "hi = max(max(x), 0))",
+         "非对称范围取了组内的 [min, max]，没有扩展到包含 0（lo = min(min(x), 0)，hi = max(max(x), 0)）"): plain,
+        ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1 (scale 0 otherwise)",
+         "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1（否则 scale 为 0）"):
             unguarded / top,
     }
 
@@ -361,7 +369,8 @@ def assert_all_finite_params(got):
     scales = got[1]
     if isinstance(scales, torch.Tensor) and not bool((scales.isfinite() & (scales > 0)).all()):
         raise Mismatch(f"scales: {int((~(scales.isfinite() & (scales > 0))).sum())} are zero, negative or not "
-                       f"finite", "an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1")
+                       f"finite", ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
+                                   "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
 
 
 @pytest.mark.weight(2)
@@ -377,8 +386,9 @@ def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
         got = m.gptq_quantize(w, x, bits=4, group_size=1, block_size=4, sym=False)
     except ValueError as e:
         raise Mismatch(f"group_size=1 raised ValueError ({e})",
-                       "group_size=1 (one column per group) is valid: only group_size <= 0 (other than -1) "
-                       "or one not dividing the input dimension is refused") from None
+                       ("group_size=1 (one column per group) is valid: only group_size <= 0 (other than -1) "
+                       "or one not dividing the input dimension is refused",
+                        "group_size=1（每组一列）是合法的：只有 group_size <= 0（-1 除外）或不能整除输入维度时才拒绝")) from None
     e = reference_gptq(w, torch.eye(16), 4, 1, sym=False, feedback=False)
     assert_close(rtn[1], e[1], name="RTN scales with group_size=1")
     assert_equal(rtn[0], e[0], name="RTN codes with group_size=1")
@@ -405,11 +415,13 @@ def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
         groups = scales.shape[1] if isinstance(scales, torch.Tensor) and scales.dim() == 2 else None
         if groups != 1:
             raise Mismatch(f"{name}: scales of shape {tuple(getattr(scales, 'shape', ()))}, expected (4, 1)",
-                           f"the default group_size is {cols // groups}, not -1 (one group per row)"
+                           (f"the default group_size is {cols // groups}, not -1 (one group per row)",
+                            f"默认 group_size 是 {cols // groups}，而不是 -1（每行一组）")
                            if groups and cols % groups == 0 else None)
         if isinstance(codes, torch.Tensor) and int(codes.max()) > 15:
             raise Mismatch(f"{name}: codes up to {int(codes.max())}, but 4 bits allow 0..15",
-                           f"the default bits is not 4 (codes up to {int(codes.max())} need "
-                           f"{int(codes.max()).bit_length()} bits)")
+                           (f"the default bits is not 4 (codes up to {int(codes.max())} need "
+                           f"{int(codes.max()).bit_length()} bits)",
+                            f"默认 bits 不是 4（编码最大到 {int(codes.max())}，需要 {int(codes.max()).bit_length()} 位）"))
         assert_equal(zeros, torch.full((4, 1), 8, dtype=torch.int32), name=f"{name}: zero points (symmetric: 8)")
     check_against_reference(m.gptq_quantize(w, x), w, x)

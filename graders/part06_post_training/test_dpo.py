@@ -36,14 +36,17 @@ def logps_mistakes(logits, ids, mask, average=False):
     def finish(total, count):
         return total / count if average else total
     return {
-        "logits not shifted: logits[:, t] scored token t instead of token t + 1":
+        ("logits not shifted: logits[:, t] scored token t instead of token t + 1",
+         "logits 没有错位：logits[:, t] 给 token t 打分，而不是 token t + 1"):
             lambda: finish((unshifted * m).sum(-1), m.sum(-1).clamp(min=1)),
-        "prompt (and padding) tokens counted: the response mask was not applied":
+        ("prompt (and padding) tokens counted: the response mask was not applied", "提示（和填充）token 也计入了：没有应用回答掩码"):
             lambda: finish(shifted.sum(-1), torch.full_like(n, ids.shape[1] - 1)),
-        "mask shifted the wrong way (mask[:, :-1] instead of mask[:, 1:])":
+        ("mask shifted the wrong way (mask[:, :-1] instead of mask[:, 1:])",
+         "掩码移错了方向（用了 mask[:, :-1] 而不是 mask[:, 1:]）"):
             lambda: finish((shifted * m[:, :-1]).sum(-1), m[:, :-1].sum(-1).clamp(min=1)),
-        "mean over response tokens instead of the sum": lambda: (shifted * m[:, 1:]).sum(-1) / n,
-        "sum instead of the mean over response tokens": lambda: (shifted * m[:, 1:]).sum(-1),
+        ("mean over response tokens instead of the sum",
+         "对回答 token 取了平均而不是求和"): lambda: (shifted * m[:, 1:]).sum(-1) / n,
+        ("sum instead of the mean over response tokens", "对回答 token 求了和而不是取平均"): lambda: (shifted * m[:, 1:]).sum(-1),
     }
 
 
@@ -119,9 +122,10 @@ def four_logps(g, B, scale=20.0):
 
 def reward_mistakes(pc, pr, rc, rr, beta):
     return {
-        "beta left out of the rewards (plain log-ratios)": lambda: pc - rc,
-        "policy and reference swapped (reference - policy)": lambda: beta * (rc - pc),
-        "chosen and rejected swapped": lambda: beta * (pr - rr),
+        ("beta left out of the rewards (plain log-ratios)", "奖励中漏了 beta（直接用对数比）"): lambda: pc - rc,
+        ("policy and reference swapped (reference - policy)",
+         "策略与参考模型对调了（reference - policy）"): lambda: beta * (rc - pc),
+        ("chosen and rejected swapped", "chosen 与 rejected 对调了"): lambda: beta * (pr - rr),
     }
 
 
@@ -134,10 +138,13 @@ def test_rewards_and_margins_match_their_definition(impl, B, beta, seed):
     chosen, rejected, margins = impl(MODULE).dpo_rewards(pc, pr, rc, rr, beta=beta)
     assert_close(chosen, expected[0], name="chosen rewards", mistakes=reward_mistakes(pc, pr, rc, rr, beta))
     assert_close(rejected, expected[1], name="rejected rewards",
-                 mistakes={"beta left out of the rewards (plain log-ratios)": lambda: pr - rr})
+                 mistakes={("beta left out of the rewards (plain log-ratios)",
+                            "奖励中漏了 beta（直接用对数比）"): lambda: pr - rr})
     assert_close(margins, expected[2], name="reward margins",
-                 mistakes={"beta left out of the rewards (plain log-ratios)": lambda: (pc - rc) - (pr - rr),
-                           "margin taken as rejected - chosen": lambda: beta * ((pr - rr) - (pc - rc))})
+                 mistakes={("beta left out of the rewards (plain log-ratios)",
+                            "奖励中漏了 beta（直接用对数比）"): lambda: (pc - rc) - (pr - rr),
+                           ("margin taken as rejected - chosen",
+                            "margin 取成了 rejected - chosen"): lambda: beta * ((pr - rr) - (pc - rc))})
 
 
 # ---- losses ------------------------------------------------------------------------------------
@@ -156,14 +163,17 @@ def reference_loss(pc, pr, rc, rr, beta, loss_type="sigmoid", eps=0.0):
 def loss_mistakes(pc, pr, rc, rr, beta, eps=0.0):
     h = (pc - rc) - (pr - rr)
     return {
-        "sign flipped: rejected - chosen instead of chosen - rejected":
+        ("sign flipped: rejected - chosen instead of chosen - rejected",
+         "符号反了：用了 rejected - chosen 而不是 chosen - rejected"):
             lambda: -(1 - eps) * F.logsigmoid(-beta * h) - eps * F.logsigmoid(beta * h),
-        "label smoothing applied to the wrong term (eps and 1 - eps swapped)":
+        ("label smoothing applied to the wrong term (eps and 1 - eps swapped)", "标签平滑加错了项（eps 与 1 - eps 对调了）"):
             lambda: -eps * F.logsigmoid(beta * h) - (1 - eps) * F.logsigmoid(-beta * h),
-        "label smoothing ignored (plain DPO)": lambda: -F.logsigmoid(beta * h),
-        "beta left out of the sigmoid": lambda: -(1 - eps) * F.logsigmoid(h) - eps * F.logsigmoid(-h),
-        "IPO target written 1/2*beta (= beta/2) instead of 1/(2*beta)": lambda: (h - beta / 2) ** 2,
-        "IPO target 1/beta instead of 1/(2*beta)": lambda: (h - 1 / beta) ** 2,
+        ("label smoothing ignored (plain DPO)", "忽略了标签平滑（成了普通 DPO）"): lambda: -F.logsigmoid(beta * h),
+        ("beta left out of the sigmoid",
+         "sigmoid 里漏了 beta"): lambda: -(1 - eps) * F.logsigmoid(h) - eps * F.logsigmoid(-h),
+        ("IPO target written 1/2*beta (= beta/2) instead of 1/(2*beta)",
+         "IPO 目标写成了 1/2*beta（= beta/2），而不是 1/(2*beta)"): lambda: (h - beta / 2) ** 2,
+        ("IPO target 1/beta instead of 1/(2*beta)", "IPO 目标用了 1/beta 而不是 1/(2*beta)"): lambda: (h - 1 / beta) ** 2,
     }
 
 
@@ -194,7 +204,8 @@ def test_dpo_loss_is_stable_for_large_margins(impl):
     expected = torch.tensor([0.0, 200.0])  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, zero, zero, zero, beta=0.1)
     assert_close(got, expected, name="DPO loss at beta*h = +-200",
-                 mistakes={"log(sigmoid(x)) instead of logsigmoid(x): overflow to inf":
+                 mistakes={("log(sigmoid(x)) instead of logsigmoid(x): overflow to inf",
+                            "用了 log(sigmoid(x)) 而不是 logsigmoid(x)：溢出为 inf"):
                            torch.tensor([0.0, math.inf])})
 
 
@@ -248,7 +259,8 @@ def test_full_pipeline_from_logits_to_loss(impl, gen):
 
 def default_beta_mistakes(make):
     """The output ``make(beta)`` for betas a student might take as the default."""
-    return {f"the default beta is {b:g}, not 0.1": (lambda b: lambda: make(b))(b) for b in (1.0, 0.5, 0.2, 0.01)}
+    return {(f"the default beta is {b:g}, not 0.1",
+             f"默认 beta 是 {b:g}，而不是 0.1"): (lambda b: lambda: make(b))(b) for b in (1.0, 0.5, 0.2, 0.01)}
 
 
 def test_beta_defaults_to_one_tenth(impl, gen):

@@ -22,15 +22,15 @@ def test_matmul_cost_counts_two_flops_per_multiply_add_and_every_operand_once(im
     # 2*64*32*16 FLOPs; (64*16 + 16*32 + 64*32) fp32 elements * 4 bytes
     assert_equal(impl(MODULE).op_cost("matmul", {"M": 64, "N": 32, "K": 16}, torch.float32), (65536, 14336),
                  name="(flops, bytes) of a 64x32x16 fp32 matmul",
-                 mistakes={"a multiply-add counted as 1 FLOP": (32768, 14336),
-                           "the output C not counted (reads only)": (65536, 6144)})
+                 mistakes={("a multiply-add counted as 1 FLOP", "一次乘加算成了 1 FLOP"): (32768, 14336),
+                           ("the output C not counted (reads only)", "没有计入输出 C（只算了读取）"): (65536, 6144)})
 
 
 def test_norm_cost_reads_the_input_and_writes_the_output(impl):
     # 4*8*128 FLOPs; (2*8*128 + 128) bf16 elements * 2 bytes
     assert_equal(impl(MODULE).op_cost("norm", {"M": 8, "N": 128}, torch.bfloat16), (4096, 4352),
                  name="(flops, bytes) of an 8x128 bf16 RMSNorm",
-                 mistakes={"read and write counted once (M*N, not 2*M*N)": (4096, 2304)})
+                 mistakes={("read and write counted once (M*N, not 2*M*N)", "读和写只算了一次（M*N，而不是 2*M*N）"): (4096, 2304)})
 
 
 def test_decode_cost_reads_the_kv_heads_not_the_query_heads(impl):
@@ -38,7 +38,8 @@ def test_decode_cost_reads_the_kv_heads_not_the_query_heads(impl):
     # flops 4*2*8*100*64; bytes (2*2*2*100*64 + 2*2*8*64) * 2
     assert_equal(impl(MODULE).op_cost("decode", shape, torch.bfloat16), (409600, 106496),
                  name="(flops, bytes) of GQA decode attention",
-                 mistakes={"KV cache bytes counted with the query heads (HQ) instead of the KV heads":
+                 mistakes={("KV cache bytes counted with the query heads (HQ) instead of the KV heads",
+                            "KV 缓存的字节数按查询头数（HQ）而不是 KV 头数计算"):
                            (409600, 413696)})
 
 
@@ -48,7 +49,8 @@ def test_causal_attention_does_half_the_flops(impl):
     causal = impl(MODULE).op_cost("attention", shape, torch.float16, causal=True)
     assert_equal(full, (4 * 2 * 256 * 256 * 64, 4 * 2 * 256 * 64 * 2), name="full attention (flops, bytes)")
     assert_equal(causal, (full[0] // 2, full[1]), name="causal attention (flops, bytes)",
-                 mistakes={"causal mask ignored: the skipped upper triangle still charged": full})
+                 mistakes={("causal mask ignored: the skipped upper triangle still charged",
+                            "忽略了因果掩码：跳过的上三角仍被计入"): full})
 
 
 def test_ridge_point_and_roofline_on_the_h200(impl):

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, assert_equal, randn
 
 MODULE = "part01_transformer.rope"
 
@@ -21,10 +21,12 @@ def test_defaults_are_base_10000_and_no_attention_scaling(impl):
     inv_freq, _ = rope.rope_inv_freq(8)
     expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
     assert_close(inv_freq, expected, name="inv_freq with the default base",
-                 mistakes={"the default base is not 10000": lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
+                 mistakes={("the default base is not 10000",
+                            "默认 base 不是 10000"): lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
     cos, sin = rope.rope_cos_sin(expected, 3)
     assert_close(cos[0], torch.ones(4), name="cos at position 0 with the default attention_scaling",
-                 mistakes={f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0": cos[0]})
+                 mistakes={(f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0",
+                            f"默认 attention_scaling 是 {cos[0, 0].item():.4g}，而不是 1.0"): cos[0]})
 
 
 @pytest.mark.parametrize("d,base,context,beta_fast,beta_slow,ramp,mistake", [
@@ -91,3 +93,43 @@ def test_scores_depend_only_on_the_distance(impl, gen):
         return (rope.apply_rope(q, cq, sq) * rope.apply_rope(k, ck, sk)).sum().reshape(1)
 
     assert_close(score(10, 8), score(3, 1), name="q.k at distance 2", rtol=1e-4, atol=1e-4)  # fp32 angle rounding
+
+
+def test_rotate_half_pairs_dimension_i_with_i_plus_half(impl):
+    """D = 4, pair 0 turned by 1 radian, pair 1 not at all: rotate-half pairs (x0, x2), interleaved (x0, x1)."""
+    c, s = math.cos(1.0), math.sin(1.0)
+    cos, sin = torch.tensor([[c, 1.0]]), torch.tensor([[s, 0.0]])
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0]).view(1, 1, 1, 4)
+    got = impl(MODULE).apply_rope(x, cos, sin)  # the default pairing is rotate_half
+    rotate_half = torch.tensor([1 * c - 3 * s, 2.0, 1 * s + 3 * c, 4.0]).view(1, 1, 1, 4)
+    interleaved = torch.tensor([1 * c - 2 * s, 1 * s + 2 * c, 3.0, 4.0]).view(1, 1, 1, 4)
+    assert_close(got, rotate_half, name="apply_rope with the default pairing (rotate_half)",
+                 mistakes={("interleaved pairs (2i, 2i + 1) used instead of rotate-half pairs (i, i + D/2)",
+                            "用了交错配对 (2i, 2i + 1)，而不是 rotate-half 配对 (i, i + D/2)"): interleaved})
+
+
+def test_llama3_scaling_interpolates_long_waves_and_smooths_the_middle(impl):
+    """D = 8, base 10000: theta = 1, 0.1, 0.01, 0.001, wavelengths 2 pi / theta = 6.3, 63, 628, 6283.
+    Context 1000 with low_freq_factor 1 and high_freq_factor 4: waves longer than 1000 / 1 are divided
+    by the factor, waves shorter than 1000 / 4 = 250 are kept, the 628 one is smoothed in between."""
+    factor, context = 8.0, 1000
+    scaling = {"type": "llama3", "factor": factor, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": context}
+    got, attention_scaling = impl(MODULE).rope_inv_freq(8, base=10000.0, scaling=scaling)
+    smooth = (context / (2 * math.pi / 0.01) - 1.0) / (4.0 - 1.0)  # 0 at wavelength 1000, 1 at 250
+    expected = torch.tensor([1.0, 0.1, 0.01 * ((1 - smooth) / factor + smooth), 0.001 / factor])
+    swapped = torch.tensor([1.0, 0.1, 0.01 / factor, 0.001 / factor])
+    assert_close(got, expected, name=f"inv_freq for {scaling}",
+                 mistakes={("low_freq_factor and high_freq_factor swapped",
+                            "low_freq_factor 与 high_freq_factor 用反了"): swapped})
+    assert_equal(float(attention_scaling), 1.0, name="attention_scaling of Llama 3 scaling (it has none: 1.0)")
+
+
+def test_yarn_returns_its_attention_scaling(impl):
+    """Without mscale or attention_factor, YaRN scales cos/sin by 0.1 ln(factor) + 1 (1.1386 for factor 4)."""
+    scaling = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}
+    _, attention_scaling = impl(MODULE).rope_inv_freq(8, scaling=scaling)
+    assert_close(torch.tensor([float(attention_scaling)]), torch.tensor([0.1 * math.log(4.0) + 1.0]),
+                 name=f"YaRN attention_scaling for {scaling}",
+                 mistakes={("YaRN's attention scaling was not returned (1.0 instead of 0.1 ln(factor) + 1)",
+                            "没有返回 YaRN 的注意力缩放（返回了 1.0，而不是 0.1 ln(factor) + 1）"): torch.tensor([1.0])})

@@ -12,7 +12,8 @@ MODULE = "part02_parallelism.zero"
 
 
 def test_shard_size_of_10_elements_on_4_ranks(impl):
-    assert_equal(impl(MODULE).shard_size(10, 4), 3, mistakes={"floor division: the last elements belong to no rank": 2})
+    assert_equal(impl(MODULE).shard_size(10, 4), 3, mistakes={("floor division: the last elements belong to no rank",
+                                                               "用了向下取整的除法：最后的元素不属于任何 rank"): 2})
 
 
 def test_flatten_and_pad_pads_with_zeros(impl, golden):

@@ -30,5 +30,17 @@ def test_flash_attention_with_k_and_v_in_different_layouts(impl, gen):
     o, _ = impl(MODULE).flash_attention(q, k, v)
     v_as_k = torch.as_strided(v, v.shape, k.stride())
     assert_close(o, F.scaled_dot_product_attention(q, k, v), name="o",
-                 mistakes={"V addressed with K's strides (use stride_vb/vh/vn for V)":
+                 mistakes={("V addressed with K's strides (use stride_vb/vh/vn for V)",
+                            "用 K 的步长寻址 V（V 应使用 stride_vb/vh/vn）"):
                            lambda: F.scaled_dot_product_attention(q, k, v_as_k)})
+
+
+def test_causal_mask_is_aligned_bottom_right_when_keys_outnumber_queries(impl, gen):
+    """8 new queries after 16 cached keys: query i sits at position 16 + i and sees keys j <= 16 + i."""
+    q, k, v = randn(1, 2, 8, 16, generator=gen), randn(1, 2, 24, 16, generator=gen), randn(1, 2, 24, 16, generator=gen)
+    o, _ = impl(MODULE).flash_attention(q, k, v, causal=True)
+    bottom_right = torch.ones(8, 24, dtype=torch.bool).tril(diagonal=24 - 8)
+    assert_close(o, F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right), name="o",
+                 mistakes={("causal mask aligned top-left (j <= i) instead of bottom-right (j <= i + S_k - S_q)",
+                            "因果掩码按左上角对齐（j <= i），应按右下角对齐（j <= i + S_k - S_q）"):
+                           lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)})

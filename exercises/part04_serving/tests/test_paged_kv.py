@@ -11,6 +11,17 @@ def kv(t, gen, heads=2, dim=4):
     return randn(t, heads, dim, generator=gen), randn(t, heads, dim, generator=gen)
 
 
+def forked_cache(impl, gen, tokens):
+    """A cache of 4 blocks of 4 slots: sequence 0 holds ``tokens`` tokens and sequence 1 is its fork.
+    Returns the cache and sequence 0's K."""
+    cache = impl(MODULE).PagedKVCache(4, 4, 2, 4)
+    cache.add_sequence(0)
+    k0, v0 = kv(tokens, gen)
+    cache.append(0, k0, v0)
+    cache.fork(0, 1)
+    return cache, k0
+
+
 def test_append_fills_blocks_in_order_and_maps_slots(impl, gen):
     cache = impl(MODULE).PagedKVCache(8, 4, 2, 4)
     cache.add_sequence(0)
@@ -45,11 +56,7 @@ def test_out_of_blocks_raises_memory_error(impl, gen):
 
 def test_append_after_forking_a_sequence_shorter_than_one_block_leaves_the_other_intact(impl, gen):
     """A fork of 2 tokens shares one partly filled block: whoever appends first must copy it."""
-    cache = impl(MODULE).PagedKVCache(4, 4, 2, 4)
-    cache.add_sequence(0)
-    k0, v0 = kv(2, gen)
-    cache.append(0, k0, v0)
-    cache.fork(0, 1)
+    cache, k0 = forked_cache(impl, gen, 2)
     assert cache.blocks_needed(0, 1) == 1, \
         "appending to a sequence whose only, partly filled block is shared needs 1 block (the copy-on-write; " \
         "it is needed for a fork shorter than one block too)"
@@ -81,3 +88,17 @@ def append_that_fits(cache, seq, t, gen):
     except MemoryError:
         pytest.fail(f"append of {t} tokens needing {needed} blocks was refused with {free} free: "
                     f"refuse only when blocks_needed > free blocks (not >=)")
+
+
+def test_freeing_a_fork_keeps_the_blocks_its_parent_still_reads(impl, gen):
+    """Parent and child share 2 blocks (ref count 2): freeing the child only drops the counts to 1."""
+    cache, k0 = forked_cache(impl, gen, 8)
+    cache.free(1)
+    shared = cache.block_table(0)
+    assert_equal(cache.num_free_blocks(), 2, name="free blocks after freeing the fork (4 blocks, 2 still the parent's)",
+                 mistakes={("free() returned shared blocks to the free list without looking at their ref counts",
+                            "free() 不看引用计数就把共享的块放回了空闲列表"): 4})
+    assert_equal([cache.ref_count(b) for b in shared], [1, 1], name="ref counts of the parent's blocks")
+    cache.add_sequence(2)
+    cache.append(2, *kv(8, gen))  # takes the 2 free blocks; must not overwrite the parent's
+    assert_close(cache.gather(0)[0], k0, name="the parent's K after the fork was freed and another sequence appended")

@@ -70,9 +70,11 @@ def test_rtn_asymmetric_all_zero_and_one_signed_groups(impl):
     w = torch.tensor([[0.0, 0.0, 1.0, 3.0, -3.0, -1.0]])
     codes, scales, zeros, _ = impl(MODULE).quantize_rtn(w, bits=4, group_size=2, sym=False)
     assert_close(scales, torch.tensor([[2 / 15, 0.2, 0.2]]), name="asymmetric scales",
-                 mistakes={"the range is the group's [min, max], not widened to include 0":
+                 mistakes={("the range is the group's [min, max], not widened to include 0",
+                            "范围取了组内的 [min, max]，没有扩展到包含 0"):
                            torch.tensor([[2 / 15, 2 / 15, 2 / 15]]),
-                           "an all-zero group was not special-cased (lo, hi = -1, 1)": torch.tensor([[0.0, 0.2, 0.2]])})
+                           ("an all-zero group was not special-cased (lo, hi = -1, 1)",
+                            "全零组没有特殊处理（lo, hi = -1, 1）"): torch.tensor([[0.0, 0.2, 0.2]])})
     z = int(torch.round(1.0 / (torch.tensor(2.0) / 15)))  # round(-lo / scale) in fp32: 7.4999... -> 7
     assert_equal(zeros, torch.tensor([[z, 0, 15]], dtype=torch.int32), name="asymmetric zero points")
     assert_equal(codes, torch.tensor([[z, z, 5, 15, 0, 10]], dtype=torch.uint8), name="asymmetric codes")
@@ -83,3 +85,46 @@ def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
     assert tuple(scales.shape) == (3, 1), f"default group_size is -1 (one group per row): scales {tuple(scales.shape)}"
     assert int(codes.max()) <= 15, f"default bits is 4 (codes 0..15), got codes up to {int(codes.max())}"
     assert_equal(zeros, torch.full((3, 1), 8, dtype=torch.int32), name="default symmetric zero points")
+
+
+def test_act_order_returns_codes_in_the_original_column_order(impl, gen):
+    """Inputs x = diag(1..32): H is diagonal, so no error is fed back and GPTQ equals RTN column for
+    column, whatever order act-order processes the columns in (here 31, 30, ..., 0: largest H_ii first)."""
+    m = impl(MODULE)
+    w = randn(8, 32, generator=gen, scale=0.1)
+    x = torch.diag(torch.arange(1.0, 33.0))
+    codes, _, _, _ = m.gptq_quantize(w, x, bits=4, group_size=-1, act_order=True, block_size=8)
+    rtn_codes = m.quantize_rtn(w, bits=4, group_size=-1)[0]
+    assert_equal(codes, rtn_codes, name="act-order codes with a diagonal Hessian",
+                 mistakes={("act-order permutation not undone: codes returned in processing order",
+                            "act-order 的列置换没有还原：编码按处理顺序返回"): rtn_codes.flip(1)})
+
+
+def test_lazy_block_size_does_not_change_the_codes(impl, gen):
+    """Lazy batches only delay the update of later columns: blocks of 8 and one block of 32 give the same
+    codes (a rare code may flip from fp32 rounding order; none did in 200 seeds)."""
+    m = impl(MODULE)
+    mix = randn(32, 32, generator=gen) / 32 ** 0.5 + torch.eye(32)
+    x = randn(128, 32, generator=gen) @ mix
+    w = randn(16, 32, generator=gen, scale=0.05)
+    lazy = m.gptq_quantize(w, x, bits=4, block_size=8)[0]
+    one_block = m.gptq_quantize(w, x, bits=4, block_size=32)[0]
+    blocks_that_differ = [bool((lazy[:, i:i + 8] != one_block[:, i:i + 8]).float().mean() > 0.05)
+                          for i in range(0, 32, 8)]
+    assert_equal(blocks_that_differ, [False] * 4, name="blocks of 8 columns whose codes differ from one block of 32",
+                 mistakes={("the lazy update reached only the next block (W[:, i2:i2 + B]), not every later column",
+                            "惰性更新只作用于下一个块（W[:, i2:i2 + B]），而不是之后的所有列"): [False, False, True, True]})
+
+
+def test_damping_makes_a_singular_hessian_invertible(impl, gen):
+    """8 samples of 32 inputs: H = 2/n X^T X has rank 8; only percdamp * mean(diag H) on the diagonal
+    makes it invertible (the default percdamp is 0.01)."""
+    w, x = randn(8, 32, generator=gen, scale=0.1), randn(8, 32, generator=gen)
+    try:
+        deq = impl(MODULE).dequantize_gptq(*impl(MODULE).gptq_quantize(w, x))
+        outcome = "finite weights" if bool(torch.isfinite(deq).all()) else "non-finite weights"
+    except torch.linalg.LinAlgError:
+        outcome = "LinAlgError"
+    assert_equal(outcome, "finite weights", name="gptq_quantize with a singular Hessian",
+                 mistakes={("no damping: H inverted as it is (add percdamp * mean(diag H) to the diagonal)",
+                            "没有加阻尼：直接对 H 求逆（应在对角线上加 percdamp * mean(diag H)）"): "LinAlgError"})

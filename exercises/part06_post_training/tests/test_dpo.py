@@ -67,4 +67,17 @@ def test_beta_defaults_to_one_tenth(impl, gen):
     pc, pr, rc, rr = (randn(5, generator=gen, scale=5.0) for _ in range(4))
     h = (pc - rc) - (pr - rr)
     assert_close(impl(MODULE).dpo_loss(pc, pr, rc, rr), -F.logsigmoid(0.1 * h), name="DPO loss with the default beta",
-                 mistakes={f"the default beta is {b:g}, not 0.1": -F.logsigmoid(b * h) for b in (1.0, 0.5)})
+                 mistakes={(f"the default beta is {b:g}, not 0.1",
+                            f"默认 beta 是 {b:g}，而不是 0.1"): -F.logsigmoid(b * h) for b in (1.0, 0.5)})
+
+
+def test_label_smoothing_gives_eps_to_the_flipped_preference(impl, gen):
+    """Conservative DPO: (1 - eps) * -logsigmoid(beta h) + eps * -logsigmoid(-beta h)."""
+    pc, pr, rc, rr = (randn(6, generator=gen, scale=5.0) for _ in range(4))
+    h, beta, eps = (pc - rc) - (pr - rr), 0.5, 0.2
+    got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, label_smoothing=eps)
+    chosen_wins, rejected_wins = -F.logsigmoid(beta * h), -F.logsigmoid(-beta * h)
+    assert_close(got, (1 - eps) * chosen_wins + eps * rejected_wins, name="conservative DPO loss (eps = 0.2)",
+                 mistakes={("label smoothing on the wrong term (eps and 1 - eps swapped)",
+                            "标签平滑加错了项（eps 与 1 - eps 对调了）"): eps * chosen_wins + (1 - eps) * rejected_wins,
+                           ("label smoothing ignored (plain DPO)", "忽略了标签平滑（成了普通 DPO）"): chosen_wins})

@@ -5,7 +5,8 @@ import torch
 
 from infralab.testing import Mismatch, assert_close
 
-UNPADDED = "not padded to a multiple of world_size: the last rank's shard runs past the buffer"
+UNPADDED = ("not padded to a multiple of world_size: the last rank's shard runs past the buffer",
+            "没有补齐到 world_size 的整数倍：最后一个 rank 的分片超出了缓冲区")
 
 
 def fsdp_style_owner_map(numels, n):
@@ -20,7 +21,8 @@ def fsdp_style_owner_map(numels, n):
     return pieces
 
 
-FLOOR_SHARDS = "shards of floor(total / n) with the remainder on the last rank (not ceil)"
+FLOOR_SHARDS = ("shards of floor(total / n) with the remainder on the last rank (not ceil)",
+                "分片大小取了 floor(total / n)，余数放在最后一个 rank（应取 ceil）")
 
 
 def floor_owner_map(numels, n):
@@ -76,9 +78,9 @@ def adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=True, decoup
 
 def adamw_mistakes(param, grads, lr, betas, eps, wd):
     return {
-        "no bias correction (m and v not divided by 1 - beta**step)":
+        ("no bias correction (m and v not divided by 1 - beta**step)", "没有偏差校正（m 和 v 没有除以 1 - beta**step）"):
             lambda: adamw_variant(param, grads, lr, betas, eps, wd, bias_correction=False),
-        "weight decay added to the gradient as L2 (Adam + L2), not decoupled":
+        ("weight decay added to the gradient as L2 (Adam + L2), not decoupled", "权重衰减作为 L2 加到了梯度上（Adam + L2），而不是解耦的"):
             lambda: adamw_variant(param, grads, lr, betas, eps, wd, decoupled=False),
     }
 
@@ -92,8 +94,8 @@ def own_shard_only(before, after, rank, size):
     return out
 
 
-SUMMED_GRADS = "gradients summed over ranks instead of averaged"
-NO_ALL_GATHER = "only this rank's shard updated (the all-gather is missing)"
+SUMMED_GRADS = ("gradients summed over ranks instead of averaged", "各 rank 的梯度求了和而不是取平均")
+NO_ALL_GATHER = ("only this rank's shard updated (the all-gather is missing)", "只更新了本 rank 的分片（缺少 all-gather）")
 
 
 def step_expectation(flat, grads, total, size, n, step, state=None):
@@ -133,5 +135,7 @@ def memory_mistakes(psi, n, stage):
     full_grads["total"] = full_grads["params"] + full_grads["grads"] + full_grads["optimizer"]
     eight_bytes = {**right, "optimizer": right["optimizer"] * 8 // 12}
     eight_bytes["total"] = eight_bytes["params"] + eight_bytes["grads"] + eight_bytes["optimizer"]
-    return {"stage 2 counts the full gradients (they are sharded from stage 2 on)": full_grads,
-            "optimizer states at 8 bytes (fp32 m and v only, no fp32 master copy)": eight_bytes}
+    return {("stage 2 counts the full gradients (they are sharded from stage 2 on)",
+             "stage 2 计入了完整的梯度（从 stage 2 起梯度是分片的）"): full_grads,
+            ("optimizer states at 8 bytes (fp32 m and v only, no fp32 master copy)",
+             "优化器状态按 8 字节计（只有 fp32 的 m 和 v，没有 fp32 主权重副本）"): eight_bytes}
