@@ -1,6 +1,6 @@
 """Context parallelism: ring attention with a log-sum-exp merge and a load-balanced causal layout.
 
-Textbook 02 (sequence / context parallelism), 09 (long context: Ring Attention).
+Textbook 02 §2.2.6 (context parallelism: Ring Attention), 09 (long context).
 
 With a sequence too long for one device, each of W ranks holds a part of the sequence: its
 queries, keys and values. Attention needs every query against every key, so the K/V blocks travel

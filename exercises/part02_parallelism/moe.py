@@ -1,7 +1,7 @@
 """Mixture of experts: top-k routing, capacity and dropping, load balance, and expert parallelism.
 
-Textbook 02 §2.2.5 (expert parallelism, all-to-all dispatch/combine); 09 (MoE: load balance,
-DeepSeek-V3's auxiliary-loss-free balancing).
+Textbook 02 §2.2.5 (expert parallelism: all-to-all dispatch/combine, token drop); 09 §9.5-9.7 (DeepSeekMoE,
+auxiliary-loss-free balancing).
 
 A sparse MoE layer replaces one FFN by E experts (each a SwiGLU MLP) and a **router**: a linear
 map ``(H) -> (E)`` giving one logit per expert. Each token goes to its top k experts and the

@@ -173,7 +173,9 @@ def test_ring_attention_passes_one_kv_message_per_step_to_the_next_rank(impl, ge
 
 @pytest.mark.timeout(120)
 @pytest.mark.weight(2)
-def test_ring_attention_on_real_gloo_processes(impl, gen):
-    q, k, v, args = ring_inputs(1, 2, 8, 4, 2, gen)
+def test_ring_attention_on_real_gloo_processes(impl):
+    """The transport on real processes; values are swept over seeds on the simulated group. Fixed inputs keep
+    this process start out of the 60-seed soundness sweep."""
+    q, k, v, args = ring_inputs(1, 2, 8, 4, 2, torch.Generator().manual_seed(1234))
     results = run_ranks(impl, MODULE, "ring_attention", [a + (True,) for a in args], backend="gloo", timeout_s=30)
     check_ring(results, q, k, v, 2, True, where="gloo: ")

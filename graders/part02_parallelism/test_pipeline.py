@@ -182,8 +182,10 @@ def test_1f1b_step_in_float64_leaves_inputs_untouched(impl, gen):
 
 @pytest.mark.timeout(120)
 @pytest.mark.weight(2)
-def test_1f1b_step_on_real_gloo_processes(impl, gen):
-    weights, biases, xs, ts = step_inputs(2, 3, 2, 4, gen)
+def test_1f1b_step_on_real_gloo_processes(impl):
+    """The transport on real processes; values are swept over seeds on the simulated group. Fixed inputs keep
+    this ~2 s process start out of the 60-seed soundness sweep (a gloo start per seed would cost minutes)."""
+    weights, biases, xs, ts = step_inputs(2, 3, 2, 4, torch.Generator().manual_seed(1234))
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, 2) for r in range(2)],
                         backend="gloo", timeout_s=30)
     check_step(results, weights, biases, xs, ts, "gloo: ")
