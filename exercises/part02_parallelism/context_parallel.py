@@ -18,7 +18,7 @@ A row that sees no key of a block (everything masked) has ``lse = -inf`` and con
 it must not produce NaN.
 
 Causal load balance: with contiguous blocks, rank 0's queries see only its own keys and rank W - 1
-sees everything, so the last rank does about W times the work. Split the sequence into **2W
+sees everything, so the last rank does about 2W - 1 times the work of the first. Split the sequence into **2W
 equal chunks** and give rank r chunks **r and 2W - 1 - r** (an early and a late one): every rank
 then computes the same number of unmasked scores (the layout of Megatron-LM's context parallelism
 and of zigzag ring attention).

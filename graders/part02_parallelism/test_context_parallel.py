@@ -5,11 +5,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.distributed import assert_ring_traffic, run_ranks
-from infralab.mistakes.part02_parallelism.context_parallel import (attention_with_lse, check_no_nan,
+from infralab.mistakes.part02_parallelism.context_parallel import (CONTIGUOUS_LAYOUT, attention_with_lse, check_no_nan,
                                                                    balanced_positions, causal_work,
                                                                    contiguous_positions, layout_mistakes,
                                                                    merge_mistakes, reference_merge, ring_mistakes,
                                                                    ring_result)
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.context_parallel"
@@ -18,7 +19,7 @@ DTYPES = [torch.float32, torch.float64]
 
 def pair(value, what):
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise Mismatch(f"{what}: expected a pair (out, lse), got {type(value).__name__}")
+        raise Mismatch(tr("part02.cp.not_a_pair", what=what, got=type(value).__name__))
     return value
 
 
@@ -119,8 +120,9 @@ def test_rank_positions_rejects_a_length_not_divisible_by_2w(impl, S, W):
 def test_balanced_layout_gives_every_rank_the_same_causal_work(impl, W):
     S = 8 * W
     work = causal_work(lambda r: torch.as_tensor(impl(MODULE).rank_positions(S, r, W)), W)
-    assert len(set(work)) == 1, (f"unmasked causal scores per rank: {work}; the balanced layout gives every rank the same "
-                                 f"(contiguous blocks give {causal_work(lambda r: contiguous_positions(S, r, W), W)})")
+    if len(set(work)) != 1:
+        raise Mismatch(tr("part02.cp.unbalanced", work=work, contiguous=causal_work(lambda r: contiguous_positions(S, r, W), W)),
+                       CONTIGUOUS_LAYOUT)
 
 
 # --- the ring
@@ -158,7 +160,8 @@ def test_ring_attention_in_float64_with_batch(impl, gen):
     results = run_ranks(impl, MODULE, "ring_attention", [a + (True,) for a in args])
     check_ring(results, q, k, v, 3, True)
     for a, b in zip(args, before):
-        assert all(torch.equal(x, y) for x, y in zip(a[:3], b)), "ring_attention modified its inputs in place"
+        if not all(torch.equal(x, y) for x, y in zip(a[:3], b)):
+            raise Mismatch(tr("part02.cp.modified_input"))
 
 
 @pytest.mark.weight(2)

@@ -10,6 +10,7 @@ from infralab.mistakes.part02_parallelism.moe import (balance_mistakes, bias_upd
                                                       moe_mistakes, reference_balance_loss, reference_bias_update,
                                                       reference_biased_routing, reference_capacity, reference_keep,
                                                       reference_moe, reference_routing, routing_mistakes)
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.moe"
@@ -17,7 +18,7 @@ MODULE = "part02_parallelism.moe"
 
 def pair(value, what):
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise Mismatch(f"{what}: expected a pair (weights, experts), got {type(value).__name__}")
+        raise Mismatch(tr("part02.moe.not_a_pair", what=what, got=type(value).__name__))
     return value
 
 
@@ -62,7 +63,8 @@ def test_capacity_mask_fills_first_choices_before_second_choices(impl, T, E, k, 
 
 def test_capacity_mask_keeps_everything_when_capacity_is_large(impl, gen):
     experts = torch.stack([torch.randperm(4, generator=gen)[:2] for _ in range(6)])
-    assert bool(impl(MODULE).capacity_mask(experts, 4, 12).all()), "an assignment was dropped although capacity is 12"
+    if not bool(impl(MODULE).capacity_mask(experts, 4, 12).all()):
+        raise Mismatch(tr("part02.moe.dropped_with_room", capacity=12))
 
 
 # --- load balance
@@ -108,7 +110,8 @@ def test_routing_bias_moves_against_the_load(impl, T, E, k, seed):
     got = impl(MODULE).update_routing_bias(bias, experts, E, 0.01)
     assert_close(got, reference_bias_update(before, experts, E, 0.01), name="updated bias",
                  mistakes=bias_update_mistakes(before, experts, E, 0.01))
-    assert torch.equal(bias, before), "update_routing_bias modified its input in place"
+    if not torch.equal(bias, before):
+        raise Mismatch(tr("part02.moe.modified_input"))
 
 
 def test_balanced_load_leaves_the_bias_unchanged(impl):
@@ -165,12 +168,12 @@ def test_expert_parallel_moe_sends_only_the_tokens_routed_to_each_peer(impl, gen
     everything = sum(tokens) * H
     for rank, res in enumerate(results):
         if res.collectives:
-            raise Mismatch(f"rank {rank} called library collectives {res.collectives}; build the exchange from isend/recv")
+            raise Mismatch(tr("part02.moe.collectives", rank=rank, names=res.collectives))
         got = [sum(n for d, n in res.sends if d == q) for q in range(W)]
         diagnosis = (("every token sent to every rank (an all-gather), not only those routed there",
                       "把所有 token 发给了所有 rank（相当于 AllGather），应只发送路由到对方专家的 token")
                      if any(g_ >= tokens[rank] * H + E // W for q, g_ in enumerate(got) if q != rank) and got != want[rank]
                      else None)
         if got != want[rank]:
-            raise Mismatch(f"rank {rank} sent {got} elements to ranks 0..{W - 1}; expected {want[rank]} (E/W counts + H "
-                           f"per routed assignment each way; the whole batch is {everything})", diagnosis)
+            raise Mismatch(tr("part02.moe.traffic", rank=rank, got=got, last=W - 1, expected=want[rank],
+                              everything=everything), diagnosis)

@@ -9,6 +9,7 @@ from infralab.mistakes.part02_parallelism.pipeline import (closed_form_mistakes,
                                                            expected_interleaved, expected_messages, gpipe_messages,
                                                            normalise, peak_1f1b, peak_interleaved, reference_step,
                                                            schedule_mistakes, step_mistakes)
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.pipeline"
@@ -62,7 +63,7 @@ def test_bubble_ratio_closed_form(impl, p, m, v):
 def simulated(impl, schedule, m, v=1):
     out = impl(MODULE).simulate(schedule, m, v)
     if not isinstance(out, dict) or not {"makespan", "bubble_ratio", "peak_in_flight"} <= set(out):
-        raise Mismatch(f"simulate must return a dict with makespan, bubble_ratio, peak_in_flight; got {out!r}")
+        raise Mismatch(tr("part02.pipeline.simulate_result", got=repr(out)[:200]))
     return out
 
 
@@ -137,7 +138,7 @@ def check_step(results, weights, biases, xs, ts, where):
     p = len(weights)
     for rank, res in enumerate(results):
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
-            raise Mismatch(f"{where}rank {rank}: expected (grad_weight, grad_bias, loss), got {type(res.value).__name__}")
+            raise Mismatch(tr("part02.pipeline.step_result", where=where, rank=rank, got=type(res.value).__name__))
         assert_close(res.value[0], gw[rank], name=f"{where}rank {rank}: grad of W",
                      mistakes=step_mistakes(weights, biases, xs, ts, rank))
         assert_close(res.value[1], gb[rank], name=f"{where}rank {rank}: grad of b")
@@ -161,8 +162,10 @@ def test_1f1b_step_messages_follow_the_1f1b_order(impl, gen, p, m):
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, p) for r in range(p)])
     for rank, res in enumerate(results):
         if res.collectives:
-            raise Mismatch(f"rank {rank} called library collectives {res.collectives}; use send/recv")
-        assert all(n == 2 * 3 for _, n in res.sends + res.recvs), f"rank {rank}: messages of sizes {res.sends + res.recvs}"
+            raise Mismatch(tr("part02.pipeline.collectives", rank=rank, names=res.collectives))
+        sizes = [n for _, n in res.sends + res.recvs]
+        if any(n != 2 * 3 for n in sizes):
+            raise Mismatch(tr("part02.pipeline.message_sizes", rank=rank, sizes=sizes, numel=2 * 3))
         want_sends, want_recvs = expected_messages(p, m, rank)
         gp_sends, _ = gpipe_messages(p, m, rank)
         assert_equal([d for d, _ in res.sends], want_sends, name=f"rank {rank}: destinations of its sends, in order",
@@ -176,8 +179,10 @@ def test_1f1b_step_in_float64_leaves_inputs_untouched(impl, gen):
     before = [w.clone() for w in weights]
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, 2) for r in range(2)])
     check_step(results, weights, biases, xs, ts, "float64: ")
-    assert all(torch.equal(w, b) for w, b in zip(weights, before)), "pipeline_1f1b_step modified its weight in place"
-    assert results[0].value[2] is None, "rank 0 (not the last stage) should return loss None"
+    if not all(torch.equal(w, b) for w, b in zip(weights, before)):
+        raise Mismatch(tr("part02.pipeline.modified_input"))
+    if results[0].value[2] is not None:
+        raise Mismatch(tr("part02.pipeline.loss_not_none", rank=0, got=repr(results[0].value[2])[:80]))
 
 
 @pytest.mark.timeout(120)

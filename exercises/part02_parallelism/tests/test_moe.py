@@ -6,6 +6,7 @@
 import torch
 
 from infralab.distributed import run_ranks
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.moe"
@@ -82,8 +83,8 @@ def test_expert_parallel_moe_on_2_ranks_moves_only_routed_tokens(impl, golden):
         assert_close(res.value, golden.ref.reference_moe(xs[rank], router, gate, up, down, 2), name=f"rank {rank}'s output")
         sent = sum(n for _, n in res.sends)
         if sent != want[rank][1 - rank]:
-            raise Mismatch(f"rank {rank} sent {sent} elements; expected {want[rank][1 - rank]}: 2 counts + 6 per token "
-                           f"routed to the other rank's experts, and 6 per result sent back",
+            raise Mismatch(tr("part02.moe.traffic", rank=rank, got=sent, last=1, expected=want[rank][1 - rank],
+                              everything=7 * 6),
                            ("every token sent to every rank (an all-gather), not only those routed there",
                             "把所有 token 发给了所有 rank（相当于 AllGather），应只发送路由到对方专家的 token")
                            if sent > want[rank][1 - rank] else None)

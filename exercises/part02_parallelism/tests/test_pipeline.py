@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from infralab.distributed import run_ranks
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.pipeline"
@@ -90,7 +91,7 @@ def test_1f1b_step_sends_in_1f1b_order_on_3_stages(impl, gen, golden):
     xs, ts = randn(m, 1, 2, generator=gen), randn(m, 1, 2, generator=gen)
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, p) for r in range(p)])
     if results[1].collectives:
-        raise Mismatch(f"rank 1 called library collectives {results[1].collectives}; use send/recv")
+        raise Mismatch(tr("part02.pipeline.collectives", rank=1, names=results[1].collectives))
     assert_equal([d for d, _ in results[1].sends], [2, 2, 0, 2, 0, 0], name="rank 1: destinations of its sends",
                  mistakes={("GPipe order: all activations sent before any gradient", "GPipe 顺序：先发完所有激活再发梯度"):
                            [2, 2, 2, 0, 0, 0]})

@@ -9,10 +9,11 @@ NAN_ON_EMPTY_ROWS = ("a row that sees no key of this block gives NaN (softmax of
 
 def check_no_nan(out, name):
     """A NaN in a block's output is the known mistake of fully masked rows: say so before comparing values."""
+    from infralab.i18n import tr
     from infralab.testing import Mismatch
 
     if bool(torch.isnan(out).any()):
-        raise Mismatch(f"{name}: {int(torch.isnan(out).sum())} NaN elements", NAN_ON_EMPTY_ROWS)
+        raise Mismatch(tr("part02.cp.nan", name=name, count=int(torch.isnan(out).sum())), NAN_ON_EMPTY_ROWS)
 
 
 def balanced_positions(seq_len, rank, world_size):
@@ -26,10 +27,13 @@ def contiguous_positions(seq_len, rank, world_size):
     return torch.arange(rank * size, (rank + 1) * size)
 
 
+CONTIGUOUS_LAYOUT = ("contiguous blocks (rank r holds block r): under a causal mask the last rank does about 2W - 1 "
+                     "times the work of the first",
+                     "连续切块（rank r 持有第 r 块）：因果掩码下最后一个 rank 的计算量约为第一个的 2W - 1 倍")
+
+
 def layout_mistakes(seq_len, rank, world_size):
-    return {("contiguous blocks (rank r holds block r): under a causal mask the last rank does W times the work of the first",
-             "连续切块（rank r 持有第 r 块）：因果掩码下最后一个 rank 的计算量是第一个的 W 倍"):
-            contiguous_positions(seq_len, rank, world_size)}
+    return {CONTIGUOUS_LAYOUT: contiguous_positions(seq_len, rank, world_size)}
 
 
 def attention_with_lse(q, k, v, q_pos, k_pos, causal, scale=True):
