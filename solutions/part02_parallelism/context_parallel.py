@@ -39,20 +39,24 @@ def rank_positions(seq_len: int, rank: int, world_size: int) -> torch.Tensor:
     return torch.cat([torch.arange(first * size, (first + 1) * size), torch.arange(second * size, (second + 1) * size)])
 
 
+def _next_block(kv: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    """One ring step: send the K/V block held to rank + 1, receive the next one from rank - 1."""
+    incoming = torch.empty_like(kv)
+    request = dist.isend(kv, (rank + 1) % world_size)
+    dist.recv(incoming, (rank - 1) % world_size)
+    request.wait()
+    return incoming
+
+
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rank: int, world_size: int,
                    causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    n, local = world_size, q.shape[-2]
-    seq_len = local * n
+    n = world_size
+    seq_len = q.shape[-2] * n
     mine = rank_positions(seq_len, rank, n)
     kv = torch.stack([k, v])  # one message per step
     out, lse = block_attention(q, k, v, mine, mine, causal)
     for step in range(1, n):
-        incoming = torch.empty_like(kv)
-        request = dist.isend(kv, (rank + 1) % n)
-        dist.recv(incoming, (rank - 1) % n)
-        request.wait()
-        kv = incoming  # the block that started on rank (rank - step) % n
+        kv = _next_block(kv, rank, n)  # the block that started on rank (rank - step) % n
         theirs = rank_positions(seq_len, (rank - step) % n, n)
-        block_out, block_lse = block_attention(q, kv[0], kv[1], mine, theirs, causal)
-        out, lse = merge_partials(out, lse, block_out, block_lse)
+        out, lse = merge_partials(out, lse, *block_attention(q, kv[0], kv[1], mine, theirs, causal))
     return out, lse
