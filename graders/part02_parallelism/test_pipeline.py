@@ -125,6 +125,17 @@ def test_simulator_waits_for_the_gradient_of_the_next_stage(impl):
                             "反向没有等待下一段的反向（梯度还没到）"): 3})
 
 
+@pytest.mark.weight(2)
+def test_simulator_times_a_schedule_that_does_not_overlap_microbatches(impl):
+    """Both ranks run F i, B i, F i+1, ...: rank 0's next forward waits for the backward to come back, so the
+    makespan is 8 ticks, not the closed form's 2 (m + p - 1) = 6: the answer must come from simulating."""
+    sequential = [("F", 0, 0), ("B", 0, 0), ("F", 1, 0), ("B", 1, 0)]
+    out = simulated(impl, [list(sequential), list(sequential)], 2)
+    assert_equal(int(out["makespan"]), 8, name="makespan of F0 B0 F1 B1 on both of 2 ranks")
+    assert_close(as_float(out["bubble_ratio"]), as_float(0.5), name="its bubble ratio (8 busy of 16 rank-ticks)")
+    assert_equal([int(x) for x in out["peak_in_flight"]], [1, 1], name="its peak in-flight micro-batches")
+
+
 # --- the real 1F1B step
 
 def step_inputs(p, m, b, d, g, dtype=torch.float32):
