@@ -70,19 +70,16 @@ def _simulate(schedule: list[list[Action]], num_microbatches: int, num_chunks: i
     done: set[tuple[str, int, int]] = set()
     position = [0] * p
     ticks = 0
-    while any(position[r] < len(schedule[r]) for r in range(p)):
+    while pending := [r for r in range(p) if position[r] < len(schedule[r])]:
         ran = []
-        for rank in range(p):
-            if position[rank] == len(schedule[rank]):
-                continue
+        for rank in pending:
             kind, i, chunk = schedule[rank][position[rank]]
             stage = chunk * p + rank
             if all(d in done for d in dependencies(kind, i, stage, total_stages)):
                 ran.append((kind, i, stage))
                 position[rank] += 1
         if not ran:
-            waiting = "; ".join(f"rank {r} waits at {tuple(schedule[r][position[r]])}" for r in range(p)
-                                if position[r] < len(schedule[r]))
+            waiting = "; ".join(f"rank {r} waits at {tuple(schedule[r][position[r]])}" for r in pending)
             raise ValueError(f"impossible schedule: no rank can run its next action ({waiting})")
         done.update(ran)
         ticks += 1
