@@ -11,6 +11,7 @@ from infralab.mistakes.part02_parallelism.context_parallel import (CONTIGUOUS_LA
                                                                    merge_mistakes, reference_merge, ring_mistakes,
                                                                    ring_result)
 from infralab.i18n import tr
+from infralab.mistakes.part02_parallelism.gloo import run_ranks_on_gloo
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.context_parallel"
@@ -180,5 +181,5 @@ def test_ring_attention_on_real_gloo_processes(impl):
     """The transport on real processes; values are swept over seeds on the simulated group. Fixed inputs keep
     this process start out of the 60-seed soundness sweep."""
     q, k, v, args = ring_inputs(1, 2, 8, 4, 2, torch.Generator().manual_seed(1234))
-    results = run_ranks(impl, MODULE, "ring_attention", [a + (True,) for a in args], backend="gloo", timeout_s=30)
+    results = run_ranks_on_gloo(impl, MODULE, "ring_attention", [a + (True,) for a in args])
     check_ring(results, q, k, v, 2, True, where="gloo: ")

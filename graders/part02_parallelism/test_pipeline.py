@@ -10,6 +10,7 @@ from infralab.mistakes.part02_parallelism.pipeline import (closed_form_mistakes,
                                                            normalise, peak_1f1b, peak_interleaved, reference_step,
                                                            schedule_mistakes, step_mistakes)
 from infralab.i18n import tr
+from infralab.mistakes.part02_parallelism.gloo import run_ranks_on_gloo
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.pipeline"
@@ -202,6 +203,6 @@ def test_1f1b_step_on_real_gloo_processes(impl):
     """The transport on real processes; values are swept over seeds on the simulated group. Fixed inputs keep
     this ~2 s process start out of the 60-seed soundness sweep (a gloo start per seed would cost minutes)."""
     weights, biases, xs, ts = step_inputs(2, 3, 2, 4, torch.Generator().manual_seed(1234))
-    results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, 2) for r in range(2)],
-                        backend="gloo", timeout_s=30)
+    results = run_ranks_on_gloo(impl, MODULE, "pipeline_1f1b_step",
+                                [(weights[r], biases[r], xs, ts, r, 2) for r in range(2)])
     check_step(results, weights, biases, xs, ts, "gloo: ")

@@ -49,6 +49,10 @@ MESSAGES = {
         "rank {rank} 发给 rank 0..{last} 的元素数为 {got}；应为 {expected}：E/W 个计数，加上每个路由到对方专家的分配 H 个，"
         "再加上每个发回的结果 H 个（整个 batch 共 {everything} 个元素）",
     ),
+    "part02.gloo.peer_gone": (
+        "{function} on gloo: a rank lost its peer ({error})",
+        "{function} 在 gloo 上运行时，某个 rank 的对端进程已退出（{error}）",
+    ),
     "part02.cp.not_a_pair": (
         "{what}: expected a pair (out, lse), got {got}",
         "{what}：应返回 (out, lse) 二元组，实际得到 {got}",
