@@ -1,0 +1,90 @@
+"""Visible tests for part02_parallelism.moe: run with `pytest exercises/part02_parallelism -k moe`.
+
+``golden`` replays recorded inputs and expectations (infralab.golden); ``run_ranks`` runs
+``expert_parallel_moe`` on every rank of a simulated group and reports each rank's messages.
+"""
+import torch
+
+from infralab.distributed import run_ranks
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, randn
+
+MODULE = "part02_parallelism.moe"
+
+
+def test_top_k_routing_renormalises_the_chosen_probabilities(impl, golden):
+    logits = randn(5, 4, generator=golden.gen, scale=2.0)
+    weights, experts = impl(MODULE).top_k_routing(logits, 2)
+    want_w, want_e = golden.ref.reference_routing(logits, 2)
+    assert_equal(experts, want_e, name="chosen experts")
+    assert_close(weights, want_w, name="routing weights (each row sums to 1)", mistakes=golden.ref.routing_mistakes(logits, 2))
+
+
+def test_capacity_of_10_tokens_top2_over_4_experts_with_factor_1_25(impl, golden):
+    assert_equal(int(impl(MODULE).expert_capacity(10, 4, 2, 1.25)), 7, name="ceil(1.25 * 10 * 2 / 4)",
+                 mistakes=golden.ref.capacity_mistakes(10, 4, 2, 1.25))
+
+
+def test_capacity_mask_serves_first_choices_first(impl, golden):
+    """Expert 0 has 2 slots: the first choices of tokens 1 and 2 take them; token 0's second choice is dropped."""
+    experts = torch.tensor([[1, 0], [0, 1], [0, 2]])
+    want = torch.tensor([[True, False], [True, True], [True, True]])
+    assert_equal(impl(MODULE).capacity_mask(experts, 3, 2), want, name="kept assignments",
+                 mistakes=golden.ref.keep_mistakes(experts, 3, 2))
+
+
+def test_load_balancing_loss_is_one_when_perfectly_balanced(impl, golden):
+    logits, experts = torch.zeros(4, 4), torch.tensor([[0, 1], [2, 3], [1, 0], [3, 2]])
+    assert_close(impl(MODULE).load_balancing_loss(logits, experts, 4), torch.tensor(1.0), name="balanced aux loss",
+                 mistakes=golden.ref.balance_mistakes(logits, experts, 4))
+
+
+def test_load_balancing_loss_on_random_logits(impl, golden):
+    logits = randn(6, 4, generator=golden.gen, scale=2.0)
+    experts = golden.ref.reference_routing(logits, 2)[1]
+    assert_close(impl(MODULE).load_balancing_loss(logits, experts, 4), golden.ref.reference_balance_loss(logits, experts, 4),
+                 name="aux loss", mistakes=golden.ref.balance_mistakes(logits, experts, 4))
+
+
+def test_biased_routing_weighs_with_the_unbiased_scores(impl, golden):
+    scores = torch.tensor([[0.9, 0.8, 0.1, 0.2]])
+    bias = torch.tensor([0.0, -0.5, 0.0, 0.3])  # scores + bias = [0.9, 0.3, 0.1, 0.5]: experts 0 and 3
+    weights, experts = impl(MODULE).biased_routing(scores, bias, 2)
+    assert_equal(experts, torch.tensor([[0, 3]]), name="experts chosen by scores + bias")
+    assert_close(weights, torch.tensor([[0.9 / 1.1, 0.2 / 1.1]]), name="gate weights",
+                 mistakes=golden.ref.biased_mistakes(scores, bias, 2))
+
+
+def test_routing_bias_decreases_for_overloaded_experts(impl, golden):
+    experts = torch.tensor([[0], [0], [0], [1]])  # loads [3, 1, 0], mean 4/3
+    bias = torch.zeros(3)
+    assert_close(impl(MODULE).update_routing_bias(bias, experts, 3, 0.1), torch.tensor([-0.1, 0.1, 0.1]),
+                 name="updated bias", mistakes=golden.ref.bias_update_mistakes(bias, experts, 3, 0.1))
+
+
+def test_moe_forward_matches_a_per_token_loop(impl, golden):
+    gen = golden.gen
+    x, router = randn(5, 6, generator=gen), randn(4, 6, generator=gen)
+    gate, up, down = (randn(4, 3, 6, generator=gen) * 0.3, randn(4, 3, 6, generator=gen) * 0.3,
+                      randn(4, 6, 3, generator=gen) * 0.3)
+    assert_close(impl(MODULE).moe_forward(x, router, gate, up, down, 2), golden.ref.reference_moe(x, router, gate, up, down, 2),
+                 name="MoE output", mistakes=golden.ref.moe_mistakes(x, router, gate, up, down, 2))
+
+
+def test_expert_parallel_moe_on_2_ranks_moves_only_routed_tokens(impl, golden):
+    gen = golden.gen
+    xs, router = [randn(4, 6, generator=gen), randn(3, 6, generator=gen)], randn(4, 6, generator=gen)
+    gate, up, down = (randn(4, 3, 6, generator=gen) * 0.3, randn(4, 3, 6, generator=gen) * 0.3,
+                      randn(4, 6, 3, generator=gen) * 0.3)
+    args = [(xs[r], router, gate[2 * r:2 * r + 2], up[2 * r:2 * r + 2], down[2 * r:2 * r + 2], 2, r, 2) for r in range(2)]
+    results = run_ranks(impl, MODULE, "expert_parallel_moe", args)
+    want = golden.ref.ep_expected_elements(xs, router, 2, 2, 2, 6)
+    for rank, res in enumerate(results):
+        assert_close(res.value, golden.ref.reference_moe(xs[rank], router, gate, up, down, 2), name=f"rank {rank}'s output")
+        sent = sum(n for _, n in res.sends)
+        if sent != want[rank][1 - rank]:
+            raise Mismatch(tr("part02.moe.traffic", rank=rank, got=sent, last=1, expected=want[rank][1 - rank],
+                              everything=7 * 6),
+                           ("every token sent to every rank (an all-gather), not only those routed there",
+                            "把所有 token 发给了所有 rank（相当于 AllGather），应只发送路由到对方专家的 token")
+                           if sent > want[rank][1 - rank] else None)
