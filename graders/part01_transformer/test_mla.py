@@ -21,8 +21,10 @@ def draw(seed, config, batch=2, tokens=6, hidden=12, dtype=torch.float32):
 
 
 @pytest.mark.weight(2)
-@given(config=configs, start=st.integers(0, 40), seed=st.integers(0, 2**31 - 1))
-def test_latent_cache_matches_reference(impl, config, start, seed):
+@given(config=configs, start=st.integers(0, 40), eps=st.sampled_from([1e-6, 0.5]), seed=st.integers(0, 2**31 - 1))
+def test_latent_cache_matches_reference(impl, config, start, eps, seed):
+    """eps = 0.5, of the order of the latent's mean square, shows where (and whether) eps enters the norm."""
+    config = {**config, "rms_norm_eps": eps}
     w, x = draw(seed, config)
     c_kv, k_pe = impl(MODULE).latent_kv(x, w, config, start=start)
     expected_c, expected_k = reference_latent(x, w, config, start)
@@ -125,6 +127,12 @@ def test_cache_bytes_per_token_of_every_attention_kind(impl, config, layers, gro
                      groups * per_head, name="GQA bytes")
 
 
+def test_cache_bytes_default_to_mla_in_two_byte_elements(impl):
+    config = tiny_config(heads=4, d_rope=4, d_c=12)
+    assert_equal(impl(MODULE).kv_cache_bytes_per_token(config, 3), (12 + 4) * 3 * 2,
+                 name="kv_cache_bytes_per_token(config, 3): MLA, bf16 by default")
+
+
 def test_cache_bytes_reject_unknown_kinds_and_bad_groups(impl):
     config = tiny_config(heads=4)
     mla = impl(MODULE)
@@ -132,3 +140,20 @@ def test_cache_bytes_reject_unknown_kinds_and_bad_groups(impl):
                    {"attention": "gqa", "num_kv_heads": 0}):
         with pytest.raises(ValueError):
             mla.kv_cache_bytes_per_token(config, 2, **kwargs)
+
+
+@pytest.mark.gpu
+def test_both_forms_run_on_cuda_tensors(impl, seed):
+    config = tiny_config(heads=2, d_c=24)
+    w, x = draw(seed, config)
+    c_kv, k_pe = reference_latent(x, w, config)
+    expected = reference_mla(x, w, config, c_kv, k_pe)
+    mla = impl(MODULE)
+    cw = {k: v.cuda() for k, v in w.items()}
+    got_c, got_k = mla.latent_kv(x.cuda(), cw, config)
+    assert_close(got_c.cpu(), c_kv, name="c_kv on CUDA")
+    assert_close(got_k.cpu(), k_pe, name="k_pe on CUDA")
+    assert_close(mla.mla_attention(x.cuda(), cw, config, got_c, got_k).cpu(), expected, name="naive MLA on CUDA")
+    absorbed = mla.absorb_weights(cw, config)
+    assert_close(mla.mla_attention_absorbed(x.cuda(), absorbed, config, got_c, got_k).cpu(), expected,
+                 name="absorbed MLA on CUDA")

@@ -23,13 +23,15 @@ BLOCKED_SPLIT = ("kv_b_proj split as [all heads' W_UK; all heads' W_UV] instead 
                  "kv_b_proj 被拆成 [所有头的 W_UK; 所有头的 W_UV]，而不是按头 [W_UK_h; W_UV_h] 交替")
 TOP_LEFT = ("causal mask aligned top-left: the queries are the last S of the T cached tokens (bottom-right)",
             "因果掩码左上对齐了：query 是缓存中最后 S 个 token，应右下对齐")
+EPS_OUTSIDE = ("RMSNorm's eps added outside the square root: c / (sqrt(mean(c²)) + eps)",
+               "RMSNorm 的 eps 加在了平方根外面：c / (sqrt(mean(c²)) + eps)")
 POSITIONS_FROM_ZERO = ("RoPE positions started at 0 for every call instead of at the tokens' own positions",
                        "每次调用都从位置 0 开始做 RoPE，而不是用 token 自己的位置")
 
 
-def tiny_config(heads=2, d_nope=8, d_rope=4, d_v=6, d_c=10):
+def tiny_config(heads=2, d_nope=8, d_rope=4, d_v=6, d_c=10, eps=1e-6):
     return {"num_heads": heads, "qk_nope_head_dim": d_nope, "qk_rope_head_dim": d_rope, "v_head_dim": d_v,
-            "kv_lora_rank": d_c, "rope_theta": 10000.0, "rms_norm_eps": 1e-6}
+            "kv_lora_rank": d_c, "rope_theta": 10000.0, "rms_norm_eps": eps}
 
 
 def random_weights(config, hidden, seed, dtype=torch.float32):
@@ -61,12 +63,14 @@ def rotate(x, positions, theta, rope="interleaved"):
     return out
 
 
-def reference_latent(x, w, cfg, start=0, *, rope="interleaved", norm=True, from_zero=False):
+def reference_latent(x, w, cfg, start=0, *, rope="interleaved", norm=True, from_zero=False, eps_outside=False):
     h, dn, dr, dv, dc = _dims(cfg)
     down = x.double() @ w["kv_a_proj_with_mqa"].double().T
-    c = down[..., :dc]
+    c, eps = down[..., :dc], cfg["rms_norm_eps"]
     if norm:
-        c = c / torch.sqrt(c.pow(2).mean(-1, keepdim=True) + cfg["rms_norm_eps"]) * w["kv_a_layernorm"].double()
+        mean_square = c.pow(2).mean(-1, keepdim=True)
+        rms = torch.sqrt(mean_square) + eps if eps_outside else torch.sqrt(mean_square + eps)
+        c = c / rms * w["kv_a_layernorm"].double()
     first = 0 if from_zero else start
     pos = torch.arange(first, first + x.shape[1], dtype=torch.float64)[:, None]  # (S, 1): rows of (B, S, d)
     k_pe = rotate(down[..., dc:], pos[:, 0], cfg["rope_theta"], rope)
@@ -120,7 +124,8 @@ def reference_absorbed_weights(w, cfg, split="per_head"):
 
 def latent_mistakes(x, w, cfg, start=0):
     out = {ROTATE_HALF: lambda: reference_latent(x, w, cfg, start, rope="half")[1],
-           NO_NORM: lambda: reference_latent(x, w, cfg, start, norm=False)[0]}
+           NO_NORM: lambda: reference_latent(x, w, cfg, start, norm=False)[0],
+           EPS_OUTSIDE: lambda: reference_latent(x, w, cfg, start, eps_outside=True)[0]}
     if start:
         out[POSITIONS_FROM_ZERO] = lambda: reference_latent(x, w, cfg, start, from_zero=True)[1]
     return out
