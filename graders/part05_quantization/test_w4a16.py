@@ -30,6 +30,7 @@ def seeded(gen):
     (1, 33, 160, 32, torch.float32),    # batch 1: five groups, N off every tile, K not a power of two
     (17, 40, 128, 16, torch.float16),   # just above 16 rows: two row tiles, eight groups
     (6, 24, 96, 96, torch.float16),     # one group spans the whole row
+    (2, 8, 80, 16, torch.float32),      # K = 80 is not a multiple of any power-of-two BLOCK_K >= 32
 ])
 def test_matches_reference_at_ragged_shapes(impl, gen, m, n, k, group_size, dtype):
     s = seeded(gen)
@@ -64,12 +65,25 @@ def test_quant_basics_weights_reproduce_the_layer(impl, gen):
                  atol=float(scale.max()) / 2 + 1e-6, rtol=0.0)  # round to nearest: within half a step
 
 
-@pytest.mark.parametrize("args", ["odd_k", "group_does_not_divide", "scales_transposed", "int32_qweight"])
+@pytest.mark.weight(2)
+def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
+    s = seeded(gen)
+    check(impl, random_activations(2, 32, s), *random_w4(8, 32, 1, s + 1), 1, name="y with one-column groups")
+
+
+BAD_INPUTS = ["odd_k", "group_does_not_divide", "group_size_zero", "scales_transposed", "int32_qweight", "x_3d",
+              "qweight_1d"]
+
+
+@pytest.mark.parametrize("args", BAD_INPUTS)
 def test_inputs_that_do_not_fit_are_rejected(impl, args):
     q, s, z = torch.zeros(8, 16, dtype=torch.uint8), torch.ones(8, 2), torch.zeros(8, 2, dtype=torch.int32)
     x = torch.ones(3, 32)
-    bad = {"odd_k": (torch.ones(3, 31), q, s, z, 16), "group_does_not_divide": (x, q, torch.ones(8, 3), z, 12),
-           "scales_transposed": (x, q, s.t(), z.t(), 16), "int32_qweight": (x, q.to(torch.int32), s, z, 16)}[args]
+    bad = {"odd_k": (torch.ones(3, 31), q, s, z, 16),
+           "group_does_not_divide": (x, q, s, z, 12),  # 32 // 12 = 2 groups would fit the scales' shape
+           "group_size_zero": (x, q, s, z, 0),
+           "scales_transposed": (x, q, s.t(), z.t(), 16), "int32_qweight": (x, q.to(torch.int32), s, z, 16),
+           "x_3d": (torch.ones(1, 3, 32), q, s, z, 16), "qweight_1d": (x, q.flatten(), s, z, 16)}[args]
     with pytest.raises(ValueError):
         impl(MODULE).w4a16_matmul(*bad)
 
