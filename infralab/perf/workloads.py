@@ -236,6 +236,40 @@ def _decode_reference(inp, opt):
     return out, lse
 
 
+# --- w4a16 (int4 group-quantised weight, 16-bit activations) -----------------------------------
+
+def _w4a16_inputs(shape, dtype, options, seed, device, ragged=False):
+    """quant_basics' layout: codes 0..15 packed low nibble first along K, scales in the activation dtype,
+    uint8 zero points, groups of ``group_size``; ``w`` is the dequantised weight (N, K) the baseline multiplies."""
+    torch = _torch()
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    M, N, K, group = shape["M"], shape["N"], shape["K"], int(options.get("group_size", 128))
+    codes = torch.randint(0, 16, (N, K), generator=g, device=device, dtype=torch.uint8)
+    scales = (0.002 + 0.01 * torch.rand(N, K // group, generator=g, device=device)).to(dt)
+    zeros = torch.randint(0, 16, (N, K // group), generator=g, device=device, dtype=torch.uint8)
+    index = torch.arange(K, device=device) // group
+    w = ((codes.float() - zeros.float()[:, index]) * scales.float()[:, index]).to(dt)
+    # the gate also hands over a transposed (non-contiguous) x: strides must be honoured
+    x = _randn((K, M), dt, g, device).t() if ragged else _randn((M, K), dt, g, device)
+    return {"x": x, "qweight": codes[:, 0::2] | (codes[:, 1::2] << 4), "scales": scales, "zeros": zeros,
+            "group_size": group, "w": w}
+
+
+def _w4a16_cublas(inp, opt):
+    return _torch().matmul(inp["x"], inp["w"].t())
+
+
+def _w4a16_reference(inp, opt):
+    torch = _torch()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return torch.matmul(inp["x"].float(), inp["w"].float().t()).to(inp["x"].dtype)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("vector_add", ("N",), "vector_add", _add_inputs,
              call=lambda m, i, o: m.vector_add(i["x"], i["y"]),
@@ -268,4 +302,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              reference=_decode_reference, baselines={"sdpa_flash": _decode_sdpa_flash},
              reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse"),
              gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "S": 3001, "D": 128},)),
+    Workload("w4a16", ("M", "N", "K"), "w4a16_matmul", _w4a16_inputs,
+             call=lambda m, i, o: m.w4a16_matmul(i["x"], i["qweight"], i["scales"], i["zeros"], i["group_size"]),
+             reference=_w4a16_reference, baselines={"cublas": _w4a16_cublas}, options={"group_size": 128},
+             reduction=lambda i: int(i["x"].shape[1]),
+             # batch 1 and 37 (the split-K and the plain path), N off every tile, K not a power of two
+             gate_shapes=({"M": 1, "N": 1000, "K": 640}, {"M": 37, "N": 777, "K": 1152})),
 )}

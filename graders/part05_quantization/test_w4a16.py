@@ -1,0 +1,101 @@
+"""Hidden tests for part05_quantization.w4a16 (fused int4 dequantise-and-multiply in Triton).
+
+CPU shapes are tiny (the Triton interpreter costs milliseconds per program and op); batch sizes
+on both sides of 16 take both the split-K and the plain path of the reference.
+"""
+import pytest
+import torch
+
+from infralab.mistakes.part05_quantization.quant_basics import reference_zeropoint
+from infralab.mistakes.part05_quantization.w4a16 import (UNWRITTEN, dequantized, random_activations, random_w4,
+                                                         reference_w4a16, w4a16_mistakes)
+from infralab.testing import assert_all_written, assert_close, randn
+
+MODULE = "part05_quantization.w4a16"
+
+
+def check(impl, x, qweight, scales, zeros, group_size, name="y = x Wᵀ"):
+    got = impl(MODULE).w4a16_matmul(x, qweight, scales, zeros, group_size)
+    assert_all_written(got, name=name, diagnosis=UNWRITTEN)
+    assert_close(got, reference_w4a16(x, qweight, scales, zeros, group_size), name=name, reduction=x.shape[1],
+                 mistakes=w4a16_mistakes(x, qweight, scales, zeros, group_size))
+
+
+def seeded(gen):
+    return int(torch.randint(0, 2**31 - 1, (), generator=gen))
+
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("m, n, k, group_size, dtype", [
+    (1, 33, 160, 32, torch.float32),    # batch 1: five groups, N off every tile, K not a power of two
+    (17, 40, 128, 16, torch.float16),   # just above 16 rows: two row tiles, eight groups
+    (6, 24, 96, 96, torch.float16),     # one group spans the whole row
+    (2, 8, 80, 16, torch.float32),      # K = 80 is not a multiple of any power-of-two BLOCK_K >= 32
+])
+def test_matches_reference_at_ragged_shapes(impl, gen, m, n, k, group_size, dtype):
+    s = seeded(gen)
+    check(impl, random_activations(m, k, s, dtype), *random_w4(n, k, group_size, s + 1), group_size)
+
+
+@pytest.mark.weight(2)
+def test_scales_in_half_precision_and_uint8_zero_points(impl, gen):
+    s = seeded(gen)
+    qweight, scales, zeros = random_w4(20, 64, 16, s, scale_dtype=torch.float16, zero_dtype=torch.uint8)
+    check(impl, random_activations(3, 64, s + 1, torch.float16), qweight, scales, zeros, 16,
+          name="y with fp16 scales and uint8 zeros")
+
+
+@pytest.mark.weight(2)
+def test_follows_the_strides_of_a_transposed_activation(impl, gen):
+    s = seeded(gen)
+    x = random_activations(64, 5, s).t()  # (5, 64), column-major
+    check(impl, x, *random_w4(12, 64, 32, s + 1), 32, name="y from a transposed x")
+
+
+@pytest.mark.weight(2)
+def test_quant_basics_weights_reproduce_the_layer(impl, gen):
+    """zeropoint_quantize + pack_int4's layout: the kernel's output is x times the dequantised weight."""
+    w = randn(16, 64, generator=gen, scale=0.05)
+    codes, scale, zero = reference_zeropoint(w, 4, "group", 32)
+    codes = codes.to(torch.uint8)
+    qweight = codes[:, 0::2] | (codes[:, 1::2] << 4)
+    x = randn(2, 64, generator=gen)
+    check(impl, x, qweight, scale, zero.to(torch.int32), 32, name="y of a quant_basics-quantised layer")
+    assert_close(dequantized(qweight, scale, zero, 32), w, name="dequantised weight (sanity of the setup)",
+                 atol=float(scale.max()) / 2 + 1e-6, rtol=0.0)  # round to nearest: within half a step
+
+
+@pytest.mark.weight(2)
+def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
+    s = seeded(gen)
+    check(impl, random_activations(2, 32, s), *random_w4(8, 32, 1, s + 1), 1, name="y with one-column groups")
+
+
+BAD_INPUTS = ["odd_k", "group_does_not_divide", "group_size_zero", "scales_transposed", "int32_qweight", "x_3d",
+              "qweight_1d"]
+
+
+@pytest.mark.parametrize("args", BAD_INPUTS)
+def test_inputs_that_do_not_fit_are_rejected(impl, args):
+    q, s, z = torch.zeros(8, 16, dtype=torch.uint8), torch.ones(8, 2), torch.zeros(8, 2, dtype=torch.int32)
+    x = torch.ones(3, 32)
+    bad = {"odd_k": (torch.ones(3, 31), q, s, z, 16),
+           "group_does_not_divide": (x, q, s, z, 12),  # 32 // 12 = 2 groups would fit the scales' shape
+           "group_size_zero": (x, q, s, z, 0),
+           "scales_transposed": (x, q, s.t(), z.t(), 16), "int32_qweight": (x, q.to(torch.int32), s, z, 16),
+           "x_3d": (torch.ones(1, 3, 32), q, s, z, 16), "qweight_1d": (x, q.flatten(), s, z, 16)}[args]
+    with pytest.raises(ValueError):
+        impl(MODULE).w4a16_matmul(*bad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16, 128])
+def test_bf16_at_serving_sizes_on_gpu(impl, gen, m):
+    s = seeded(gen)
+    qweight, scales, zeros = (t.cuda() for t in random_w4(4096, 4096, 128, s, scale_dtype=torch.bfloat16,
+                                                           zero_dtype=torch.uint8))
+    x = random_activations(m, 4096, s + 1, torch.bfloat16).cuda()
+    got = impl(MODULE).w4a16_matmul(x, qweight, scales, zeros, 128)
+    assert_all_written(got, name="y", diagnosis=UNWRITTEN)
+    w = dequantized(qweight.cpu(), scales.cpu(), zeros.cpu(), 128).to(torch.bfloat16).cuda()
+    assert_close(got, (x.float() @ w.float().T).to(torch.bfloat16), name="y (bf16, GPU)", reduction=4096)

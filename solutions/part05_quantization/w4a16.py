@@ -1,0 +1,121 @@
+"""W4A16: a fused dequantise-and-multiply Triton kernel for int4 group-quantised weights (textbook 08 §8.5).
+
+Reference solution. See exercises/part05_quantization/w4a16.py for the specification.
+中文：参考实现（在核内解包 int4、按组反量化、与激活做 fp32 累加的矩阵乘；小批量时切分 K）。
+"""
+from __future__ import annotations
+
+import os
+
+if "TRITON_INTERPRET" not in os.environ:  # no GPU: run kernels under the interpreter (before triton loads)
+    import torch as _torch
+
+    if not _torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _configs() -> list[triton.Config]:
+    """Tiles for small and large batches on a GPU; one small tile under the CPU interpreter."""
+    if INTERPRETED:
+        return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=1)]
+    tiles = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)
+        (16, 64, 128, 4, 4), (16, 128, 128, 4, 4), (16, 64, 256, 3, 4), (16, 32, 256, 4, 4),
+        (32, 64, 128, 4, 4), (64, 64, 64, 4, 4), (64, 128, 64, 4, 4), (128, 128, 64, 3, 8), (128, 256, 64, 3, 8),
+    ]
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, num_stages=stages, num_warps=warps)
+            for bm, bn, bk, stages, warps in tiles]
+
+
+@triton.autotune(configs=_configs(), key=["M", "N", "K", "SPLIT_K"])
+@triton.jit
+def w4a16_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K, GROUP,
+                 stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
+                 stride_os, stride_om, stride_on, SPLIT_K,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Program (pid, split) computes one BLOCK_M x BLOCK_N tile of out[split] over its share of K."""
+    pid, split = tl.program_id(0), tl.program_id(1)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = pid // num_pid_n, pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_per_split = tl.cdiv(tl.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
+    k_begin = split * k_per_split
+    k_end = tl.minimum(K, k_begin + k_per_split)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        in_k = offs_k < k_end
+        a = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk,
+                    mask=(offs_m[:, None] < M) & in_k[None, :], other=0.0)                    # (BLOCK_M, BLOCK_K)
+        w_mask = in_k[:, None] & (offs_n[None, :] < N)
+        packed = tl.load(q_ptr + offs_n[None, :] * stride_qn + (offs_k[:, None] // 2) * stride_qk,
+                         mask=w_mask, other=0).to(tl.int32)                                  # (BLOCK_K, BLOCK_N)
+        codes = (packed >> ((offs_k[:, None] % 2) * 4)) & 0xF                                 # low nibble = even k
+        group = offs_k[:, None] // GROUP
+        scale = tl.load(scale_ptr + offs_n[None, :] * stride_sn + group * stride_sg, mask=w_mask, other=0.0)
+        zero = tl.load(zero_ptr + offs_n[None, :] * stride_zn + group * stride_zg, mask=w_mask, other=0)
+        w = (codes.to(tl.float32) - zero.to(tl.float32)) * scale.to(tl.float32)              # dequantised in fp32
+        acc = tl.dot(a, w.to(x_ptr.dtype.element_ty), acc)                                    # the activation dtype
+
+    out_ptrs = out_ptr + split * stride_os + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _split_k_sum_kernel(partial_ptr, out_ptr, M, N, SPLIT_K, stride_om, stride_on, BLOCK: tl.constexpr):
+    """out[m, n] = sum over splits of the fp32 partial sums (SPLIT_K, M, N), cast to out's dtype."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < M * N
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(0, SPLIT_K):
+        acc += tl.load(partial_ptr + s * M * N + offs, mask=inside, other=0.0)
+    tl.store(out_ptr + (offs // N) * stride_om + (offs % N) * stride_on, acc.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
+    """Small batches leave most SMs idle with one program per output tile: share K among programs."""
+    if M > 16:
+        return 1
+    if INTERPRETED:
+        return 2 if K >= 64 else 1  # exercises the split path on the CPU
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    tiles = triton.cdiv(N, 64)
+    return max(1, min(2 * sms // tiles, K // 512, 8))
+
+
+def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
+                 group_size: int) -> torch.Tensor:
+    if x.dim() != 2 or qweight.dim() != 2 or qweight.dtype != torch.uint8:
+        raise ValueError(f"expected x (M, K) and a uint8 qweight (N, K/2), got {tuple(x.shape)} and "
+                         f"{tuple(qweight.shape)} {qweight.dtype}")
+    (M, K), N = x.shape, qweight.shape[0]
+    if K != 2 * qweight.shape[1] or group_size <= 0 or K % group_size:
+        raise ValueError(f"K = {K} must be 2 * qweight.shape[1] = {2 * qweight.shape[1]} and a multiple of "
+                         f"group_size = {group_size}")
+    if scales.shape != (N, K // group_size) or zeros.shape != scales.shape:
+        raise ValueError(f"scales and zeros must be (N, K / group_size) = {(N, K // group_size)}, got "
+                         f"{tuple(scales.shape)} and {tuple(zeros.shape)}")
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    split = _split_k(M, N, K, x.device)
+    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
+    stride_split = 0 if split == 1 else target.stride(0)
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), split)
+
+    w4a16_kernel[grid](x, qweight, scales, zeros, target, M, N, K, group_size,
+                       x.stride(0), x.stride(1), qweight.stride(0), qweight.stride(1), scales.stride(0),
+                       scales.stride(1), zeros.stride(0), zeros.stride(1),
+                       stride_split, target.stride(-2), target.stride(-1), split)
+    if split > 1:
+        block = 1024
+        _split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M, N, split, out.stride(0), out.stride(1),
+                                                         BLOCK=block)
+    return out
