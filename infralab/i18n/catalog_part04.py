@@ -52,4 +52,13 @@ MESSAGES = {
         "{where}: {what} is {got}, expected {expected} (the hand-derived trace in the test's docstring)",
         "{where}：{what} 为 {got}，应为 {expected}（见测试文档字符串中手工推导的轨迹）",
     ),
+    # prefix_cache
+    "part04.prefix_trace": (
+        "{where}: {what} is {got}, expected {expected}",
+        "{where}：{what} 为 {got}，应为 {expected}",
+    ),
+    "part04.prefix_differs": (
+        "{what} is {got}, expected {expected} (a brute-force model of the rules). Operations so far: {ops}",
+        "{what} 为 {got}，应为 {expected}（按规则逐一检查的暴力模型）。到此为止的操作：{ops}",
+    ),
 }
