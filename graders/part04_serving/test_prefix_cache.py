@@ -61,6 +61,7 @@ def test_eviction_takes_unused_blocks_first_then_the_least_recently_used(impl):
     c.free(0)
     b = c.allocate(1, [5, 6, 7, 8])
     c.free(1)
+    expect("A and B freed", "num_cached_blocks()", c.num_cached_blocks(), 4, FORGETS_ON_FREE)
     evicted = c.allocate(2, [9, 9])
     expect("one block needed, A released before B", "the block taken", evicted, [a[1]],
            PARENT_FIRST if evicted == [a[0]] else None)
@@ -72,6 +73,7 @@ def test_an_unused_block_is_taken_before_a_cached_one_is_evicted(impl):
     c = impl(MODULE).PrefixCache(3, 2)
     a = c.allocate(0, [1, 2, 3, 4])
     c.free(0)
+    expect("A freed", "num_cached_blocks()", c.num_cached_blocks(), 2, FORGETS_ON_FREE)
     c.allocate(1, [7])
     expect("one unused block left", "match([1, 2, 3, 4])", c.match([1, 2, 3, 4]), a, EVICTS_WHILE_UNUSED)
 

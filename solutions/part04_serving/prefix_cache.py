@@ -51,6 +51,20 @@ class PrefixCache:
             if key not in self.cached and table[j] not in self.key_of:
                 self.cached[key], self.key_of[table[j]] = table[j], key
 
+    def _hold(self, block: int) -> None:
+        """One more holder; a held block is not evictable."""
+        self.refs[block] += 1
+        self.lru.pop(block, None)
+
+    def _release(self, block: int) -> None:
+        """One holder less; at 0 a cached block becomes the most recently used evictable one."""
+        self.refs[block] -= 1
+        if self.refs[block] == 0:
+            if block in self.key_of:
+                self.lru[block] = None
+            else:
+                self.unused.append(block)
+
     def allocate(self, seq_id: int, tokens: list[int]) -> list[int]:
         """The new sequence's block table: the cached prefix shared, fresh blocks for the rest."""
         if seq_id in self.tables:
@@ -59,9 +73,8 @@ class PrefixCache:
         need = -(-len(tokens) // self.block_size) - len(hits)
         if need > len(self.unused) + sum(1 for b in self.lru if b not in hits):
             raise MemoryError(f"out of KV blocks: need {need}")
-        for block in hits:  # take the hits first, so that eviction cannot pick them
-            self.refs[block] += 1
-            self.lru.pop(block, None)
+        for block in hits:  # hold the hits first, so that eviction cannot pick them
+            self._hold(block)
         self.tables[seq_id] = hits + [self._take() for _ in range(need)]
         self.tokens[seq_id] = list(tokens)
         self._register_full_blocks(seq_id)
@@ -71,7 +84,7 @@ class PrefixCache:
         """Grow a sequence by ``tokens``; blocks that become full are cached."""
         old = self.tokens[seq_id]
         need = -(-(len(old) + len(tokens)) // self.block_size) - len(self.tables[seq_id])
-        if need > len(self.unused) + len(self.lru):
+        if need > self.num_free_blocks():
             raise MemoryError(f"out of KV blocks: need {need}")
         self.tables[seq_id] += [self._take() for _ in range(need)]
         old.extend(tokens)
@@ -79,14 +92,9 @@ class PrefixCache:
         return list(self.tables[seq_id])
 
     def free(self, seq_id: int) -> None:
-        """Drop the sequence; its unreferenced cached blocks stay cached, last block first in LRU order."""
+        """Drop the sequence, releasing its blocks last to first (deeper blocks are evicted first)."""
         for block in reversed(self.tables.pop(seq_id)):
-            self.refs[block] -= 1
-            if self.refs[block] == 0:
-                if block in self.key_of:
-                    self.lru[block] = None
-                else:
-                    self.unused.append(block)
+            self._release(block)
         del self.tokens[seq_id]
 
     def block_table(self, seq_id: int) -> list[int]:

@@ -46,36 +46,50 @@ class Scheduler:
 
     def _preempt(self, seq_id: int) -> int:
         """Recompute: drop the K/V, keep the tokens, go back to the front of the queue."""
+        self.run_queue.remove(seq_id)
         self.free_blocks.extend(self.tables[seq_id])
         self.tables[seq_id], self.computed[seq_id] = [], 0
         self.waiting.appendleft(seq_id)
         return seq_id
 
+    def _victim(self) -> int:
+        return self.run_queue[-1]  # the newest running sequence
+
+    def _schedule_running(self, budget: int, scheduled: list, preempted: list) -> int:
+        """Running sequences, oldest first, preempting the newest while blocks run short."""
+        i = 0
+        while i < len(self.run_queue) and budget > 0:
+            seq = self.run_queue[i]
+            n = min(self.total[seq] - self.computed[seq], budget)
+            while self._blocks_needed(seq, n) > len(self.free_blocks) and seq in self.run_queue:
+                preempted.append(self._preempt(self._victim()))
+            if seq not in self.run_queue:
+                break  # it was the newest and preempted itself
+            self._reserve(seq, n, scheduled)
+            budget -= n
+            i += 1
+        return budget
+
+    def _admit_waiting(self, budget: int, scheduled: list) -> int:
+        """FCFS admission of the waiting queue's head while its (chunked) prompt fits."""
+        while self.waiting and budget > 0:
+            seq = self.waiting[0]
+            n = min(self.total[seq], budget)  # a long prompt is chunked
+            if self._blocks_needed(seq, n) > len(self.free_blocks):
+                break  # nobody overtakes the head of the queue
+            self.run_queue.append(self.waiting.popleft())
+            self._reserve(seq, n, scheduled)
+            budget -= n
+        return budget
+
     def schedule(self) -> dict[str, list]:
         """The next step: ``{"scheduled": [[seq_id, start, num_tokens], ...], "preempted": [...]}``."""
         if self.pending is not None:
             raise RuntimeError("schedule() called twice without update()")
-        budget, scheduled, preempted = self.token_budget, [], []
-        i = 0
-        while i < len(self.run_queue) and budget > 0:  # running sequences first, oldest first
-            seq = self.run_queue[i]
-            n = min(self.total[seq] - self.computed[seq], budget)
-            while self._blocks_needed(seq, n) > len(self.free_blocks) and self.run_queue[-1] != seq:
-                preempted.append(self._preempt(self.run_queue.pop()))  # the newest gives its blocks back
-            if self._blocks_needed(seq, n) > len(self.free_blocks):
-                preempted.append(self._preempt(self.run_queue.pop()))  # seq is the newest: it waits itself
-                break
-            self._reserve(seq, n, scheduled)
-            budget -= n
-            i += 1
-        while not preempted and self.waiting and budget > 0:  # then admit in arrival order
-            seq = self.waiting[0]
-            n = min(self.total[seq], budget)  # a long prompt is chunked
-            if self._blocks_needed(seq, n) > len(self.free_blocks):
-                break  # FCFS: nobody overtakes the head of the queue
-            self.run_queue.append(self.waiting.popleft())
-            self._reserve(seq, n, scheduled)
-            budget -= n
+        scheduled, preempted = [], []
+        budget = self._schedule_running(self.token_budget, scheduled, preempted)
+        if not preempted:  # no admission in a step that had to preempt
+            self._admit_waiting(budget, scheduled)
         self.pending = scheduled
         return {"scheduled": [list(entry) for entry in scheduled], "preempted": preempted}
 

@@ -31,6 +31,11 @@ def expected_tokens_per_step(alpha: float, k: int) -> float:
     return float(k + 1) if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
+def _accepts(u: torch.Tensor, p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """The acceptance test u < min(1, p(x)/q(x)), written without dividing (q(x) > 0 for a drafted x)."""
+    return u * q_x < p_x
+
+
 def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
                      seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Verify B drafts of K tokens at once: (output_tokens (B, K+1) padded with -1, num_accepted (B,))."""
@@ -39,7 +44,7 @@ def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, targ
     u = torch.rand(b, k, generator=gen, dtype=torch.float64)
     p = target_probs[:, :k].double().gather(-1, draft_tokens[..., None])[..., 0]  # (B, K) p(x_i)
     q = draft_probs.double().gather(-1, draft_tokens[..., None])[..., 0]  # (B, K) q(x_i)
-    accepted = u * q < p  # u < min(1, p/q), written without dividing
+    accepted = _accepts(u, p, q)
     num_accepted = accepted.long().cumprod(-1).sum(-1)  # (B,) accepted until the first rejection
     rows = torch.arange(b)
     rejected = num_accepted < k
