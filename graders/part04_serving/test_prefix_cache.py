@@ -118,7 +118,12 @@ def test_append_caches_a_block_once_it_is_full(impl):
 
 
 def test_errors_are_built_in_and_a_failed_allocation_changes_nothing(impl):
+    for sizes in ((0, 2), (2, 0)):
+        with pytest.raises(ValueError):
+            impl(MODULE).PrefixCache(*sizes)
+    expect("a pool of 1 block of 1 token", "allocate(0, [5])", impl(MODULE).PrefixCache(1, 1).allocate(0, [5]), [0])
     c = impl(MODULE).PrefixCache(2, 2)
+    expect("a new cache", "reference counts", [c.ref_count(0), c.ref_count(1)], [0, 0])
     c.allocate(0, [1, 2, 3])
     with pytest.raises(ValueError):
         c.allocate(0, [4])
@@ -144,7 +149,7 @@ class PrefixMachine(RuleBasedStateMachine):
     @initialize(num_blocks=st.integers(3, 7), block_size=st.integers(1, 3))
     def start(self, num_blocks, block_size):
         self.c, self.m = type(self).make(num_blocks, block_size), Model(num_blocks, block_size)
-        self.bs, self.next_id, self.seen = block_size, 0, [[]]
+        self.bs, self.num_blocks, self.next_id, self.seen = block_size, num_blocks, 0, [[]]
         self.content: dict[int, tuple] = {}  # answer block -> the tokens it holds (the prefix it ends)
         self.ops = []
 
@@ -235,6 +240,9 @@ class PrefixMachine(RuleBasedStateMachine):
                 self.content[aid] = holds
                 if self.c.ref_count(aid) != self.m.refs[mid]:
                     self.fail(f"ref_count({aid})", self.c.ref_count(aid), self.m.refs[mid])
+        for block in set(range(self.num_blocks)) - set(by_answer):
+            if self.c.ref_count(block) != 0:
+                self.fail(f"ref_count({block}) of a block in no table", self.c.ref_count(block), 0)
         if len(set(by_model.values())) != len(by_model):
             self.fail("blocks shared between sequences", sorted(by_answer), "one block per model block",
                       EVICTED_REFERENCED)

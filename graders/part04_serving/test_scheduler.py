@@ -118,6 +118,9 @@ def test_errors_are_built_in_types(impl):
     with pytest.raises(ValueError):
         m.Scheduler(0, 2, 8)
     s = m.Scheduler(2, 2, 8)
+    for prompt_len, max_new_tokens in ((0, 1), (1, 0)):
+        with pytest.raises(ValueError):
+            s.add_request(9, prompt_len, max_new_tokens)
     s.add_request(0, 2, 1)
     with pytest.raises(ValueError):
         s.add_request(0, 2, 1)

@@ -156,8 +156,10 @@ def test_greedy_verify_keeps_the_agreeing_prefix_and_adds_the_target_token(impl,
                  mistakes={label: wrong.tolist() for label, wrong in greedy_mistakes(draft, logits).items()})
 
 
-def test_acceptance_rate_and_residual_distribution(impl, gen):
-    p, q = spread_probs(3, 9, generator=gen).float(), spread_probs(3, 9, generator=gen).float()
+@pytest.mark.parametrize("shape", [(9,), (3, 9), (2, 3, 9)])
+def test_acceptance_rate_and_residual_distribution(impl, gen, shape):
+    """Over the last dimension, whatever the leading ones ((..., V) as a draft's (B, K, V))."""
+    p, q = spread_probs(*shape, generator=gen).float(), spread_probs(*shape, generator=gen).float()
     m = impl(MODULE)
     assert_close(m.acceptance_rate(p, q), torch.minimum(p, q).sum(-1), name="acceptance rate",
                  mistakes={"alpha = sum max(p, q)": torch.maximum(p, q).sum(-1),

@@ -70,7 +70,7 @@ class Scheduler:
             i += 1
         return budget
 
-    def _admit_waiting(self, budget: int, scheduled: list) -> int:
+    def _admit_waiting(self, budget: int, scheduled: list) -> None:
         """FCFS admission of the waiting queue's head while its (chunked) prompt fits."""
         while self.waiting and budget > 0:
             seq = self.waiting[0]
@@ -80,7 +80,6 @@ class Scheduler:
             self.run_queue.append(self.waiting.popleft())
             self._reserve(seq, n, scheduled)
             budget -= n
-        return budget
 
     def schedule(self) -> dict[str, list]:
         """The next step: ``{"scheduled": [[seq_id, start, num_tokens], ...], "preempted": [...]}``."""

@@ -7,10 +7,10 @@ import torch
 
 def greedy_verify(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
     """Accepted draft prefix, then the target's own token: (n,) int64, 1 <= n <= K + 1."""
-    target = target_logits.argmax(-1)  # (K + 1,)
-    k = draft_tokens.shape[0]
-    agree = (draft_tokens == target[:k]).long().cumprod(0)  # 1 up to the first disagreement
-    n = int(agree.sum())
+    target = target_logits.argmax(1)  # (K + 1,)
+    n = 0
+    while n < len(draft_tokens) and draft_tokens[n] == target[n]:  # accept up to the first disagreement
+        n += 1
     return target[: n + 1].clone()  # where they agree the target's token is the draft's
 
 
@@ -41,19 +41,18 @@ def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, targ
     """Verify B drafts of K tokens at once: (output_tokens (B, K+1) padded with -1, num_accepted (B,))."""
     b, k = draft_tokens.shape
     gen = torch.Generator().manual_seed(seed)
-    u = torch.rand(b, k, generator=gen, dtype=torch.float64)
-    p = target_probs[:, :k].double().gather(-1, draft_tokens[..., None])[..., 0]  # (B, K) p(x_i)
-    q = draft_probs.double().gather(-1, draft_tokens[..., None])[..., 0]  # (B, K) q(x_i)
-    accepted = _accepts(u, p, q)
-    num_accepted = accepted.long().cumprod(-1).sum(-1)  # (B,) accepted until the first rejection
+    u = torch.rand(b, k, generator=gen)
+    index = draft_tokens.unsqueeze(2)  # (B, K, 1)
+    p = target_probs.double().gather(2, index).squeeze(2)  # (B, K) p(x_i): the first K rows of the target
+    q = draft_probs.double().gather(2, index).squeeze(2)  # (B, K) q(x_i)
+    num_accepted = _accepts(u, p, q).long().cumprod(1).sum(1)  # (B,) accepted until the first rejection
     rows = torch.arange(b)
     rejected = num_accepted < k
     at = num_accepted.clamp(max=k - 1)
     fix = residual_distribution(target_probs[rows, at].double(), draft_probs[rows, at].double())  # (B, V)
-    last = torch.where(rejected[:, None], fix, target_probs[:, k].double())  # bonus row when all accepted
-    extra = torch.multinomial(last, 1, generator=gen)[:, 0]
-    out = torch.full((b, k + 1), -1, dtype=torch.int64)
-    keep = torch.arange(k + 1)[None] < num_accepted[:, None]
-    out[:, :k] = torch.where(keep[:, :k], draft_tokens, out[:, :k])
+    last = torch.where(rejected.unsqueeze(1), fix, target_probs[:, k].double())  # bonus row when all accepted
+    extra = torch.multinomial(last, 1, generator=gen).squeeze(1)
+    kept = torch.where(torch.arange(k) < num_accepted.unsqueeze(1), draft_tokens, -1)  # (B, K)
+    out = torch.nn.functional.pad(kept, (0, 1), value=-1)  # (B, K + 1)
     out[rows, num_accepted] = extra
     return out, num_accepted
