@@ -4,11 +4,11 @@ a brute-force model (infralab.mistakes.part04_serving.prefix_cache). Block ids a
 own; what must agree is which positions share a block, which prefixes are cached, the counts, and
 that every block read through a hit holds exactly the tokens of the query's prefix."""
 import pytest
-from hypothesis import Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from infralab.i18n import tr
+from infralab.mistakes.part04_serving import run_machine
 from infralab.mistakes.part04_serving.prefix_cache import (EVICTED_REFERENCED, EVICTS_WHILE_UNUSED, FORGETS_ON_FREE,
                                                            KEY_IGNORES_PREFIX, PARENT_FIRST, Model)
 from infralab.testing import Mismatch
@@ -271,6 +271,4 @@ class PrefixMachine(RuleBasedStateMachine):
 @pytest.mark.weight(4)
 def test_random_operations_agree_with_a_brute_force_model(impl):
     PrefixMachine.make = staticmethod(impl(MODULE).PrefixCache)
-    run_state_machine_as_test(PrefixMachine, settings=settings(
-        max_examples=30, stateful_step_count=20, deadline=None, report_multiple_bugs=False,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+    run_machine(PrefixMachine, max_examples=30, steps=20)

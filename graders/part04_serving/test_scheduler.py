@@ -4,11 +4,11 @@ answer is checked against the rules' invariants (budget, blocks, preemption, no 
 starvation) and then, exactly, against a model (infralab.mistakes.part04_serving.scheduler) whose
 known-mistake variants name what went wrong."""
 import pytest
-from hypothesis import Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from infralab.i18n import tr
+from infralab.mistakes.part04_serving import run_machine
 from infralab.mistakes.part04_serving.scheduler import (ADMIT_AFTER_PREEMPT, LEAKED_BLOCKS, NO_CHUNKING, PREFILL_FIRST,
                                                         REQUEUE_BACK, VICTIM_OLDEST, Model, blocks_for, diagnose)
 from infralab.testing import Mismatch
@@ -276,7 +276,4 @@ class SchedulerMachine(RuleBasedStateMachine):
 @pytest.mark.weight(4)
 def test_random_arrivals_keep_every_rule_and_nobody_starves(impl):
     SchedulerMachine.make = staticmethod(impl(MODULE).Scheduler)
-    # No shrinking: a failure is reported as found (shrinking a stateful run takes minutes).
-    run_state_machine_as_test(SchedulerMachine, settings=settings(
-        max_examples=30, stateful_step_count=20, deadline=None, report_multiple_bugs=False,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+    run_machine(SchedulerMachine, max_examples=30, steps=20)
