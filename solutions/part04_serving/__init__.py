@@ -1,1 +1,1 @@
-"""Part 04: serving: paged KV cache and paged attention."""
+"""Part 04: serving: paged KV cache, paged attention, scheduling, prefix caching, speculative decoding."""
