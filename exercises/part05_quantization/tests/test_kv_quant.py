@@ -1,0 +1,1 @@
+"""Visible tests for part05_quantization.kv_quant."""

@@ -1,0 +1,1 @@
+"""Hidden tests for part05_quantization.smoothquant."""
