@@ -24,7 +24,10 @@ channels*: a few dimensions ``d`` (RoPE's low-frequency pairs among them) are la
 token; one per-token scale is set by them and the other channels of that token lose their
 resolution, so the logits ``q . k`` get noisy; a per-channel scale gives each channel its own
 range. Values have no such fixed channels, and the output ``sum_t p_t v_t`` mixes whole token
-vectors: per-token scales keep each mixed vector's relative error small.
+vectors: per-token scales keep each mixed vector's relative error small (``<= 1/254`` of its own
+largest entry with int8), whatever the other tokens' magnitudes. The choice matters for integer
+formats, whose step is uniform over the group's range; e4m3's error is relative to each value
+(3 mantissa bits) until values fall into its subnormal range, so its grouping mostly sets the range.
 
 Error bounds (what the tests check, derived from the scales): int8 rounds to the nearest level
 without clipping (amax maps to exactly 127), so ``|t - q * scale| <= scale / 2`` elementwise; e4m3
@@ -41,6 +44,7 @@ weight moves by at most the factor ``e^(2 eps)``, so each output element moves b
 （每个通道在 T 个 token 上一个 scale，需要先攒够一块 token）。KIVI 的结论：K 按通道、V 按 token——
 K 有固定的离群通道（每个 token 都大），按 token 量化时普通通道精度被离群通道"挤掉"，注意力分数变噪；
 V 没有固定离群通道，输出是整个 token 向量的加权和，按 token 量化让每个向量的相对误差都小。
+这一选择对整数格式最关键（量化步长在组内均匀）；e4m3 的误差相对于每个值本身（3 位尾数），分组主要决定范围。
 误差上界由 scale 推出：int8 逐元素误差 ≤ scale/2；e4m3 ≤ max(2^−4·|t|, 2^−10·scale)。
 """
 from __future__ import annotations
