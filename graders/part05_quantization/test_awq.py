@@ -13,9 +13,11 @@ from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
 
 MODULE = "part05_quantization.awq"
-# Grid-search errors are means of squares of fp32 outputs; one code flipped at a rounding tie by a
-# different (equally right) fp32 operation order moves the mean by far less than 0.1%.
-ERROR_RTOL = 1e-3
+# Grid-search errors: an s one ulp away (fp32 pow vs the float64 reference, or another equally right
+# operation order) can flip a code at a rounding tie, and a flipped weight of an outlier channel moves
+# the mean error visibly: measured up to 0.13% over 300 seeds; the closest known mistake (max|x|)
+# differs by 6.5% or more. 1% sits between the two.
+ERROR_RTOL = 1e-2
 
 
 @given(shape=st.sampled_from([(5, 8), (2, 3, 16), (1, 4)]), dtype=st.sampled_from([torch.float32, torch.bfloat16]),

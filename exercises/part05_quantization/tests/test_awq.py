@@ -42,12 +42,14 @@ def test_fake_quantize_is_group_wise_zero_point_quantisation(impl):
 def test_search_scales_picks_the_smallest_output_error(impl, golden):
     w, x = _outlier_layer(golden.gen)
     s, alpha, errors = impl(MODULE).search_scales(w, x, bits=4, group_size=16, n_grid=10)
-    ref_s, ref_alpha, ref_errors = golden.ref.reference_search(w, x, 4, 16, 10)
-    # the errors are means of squares of fp32 outputs: 0.1% absorbs a code flipped at a rounding tie
-    assert_close(errors, ref_errors, rtol=1e-3, atol=0.0, name="output error at each alpha = i / 10",
+    _, _, ref_errors = golden.ref.reference_search(w, x, 4, 16, 10)
+    # 1%: an s one ulp away may flip a code at a rounding tie, which moves the mean error a little
+    assert_close(errors, ref_errors, rtol=1e-2, atol=0.0, name="output error at each alpha = i / 10",
                  mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "errors"))
-    assert alpha == ref_alpha, tr("part05.awq.alpha_differs", expected=ref_alpha, got=repr(alpha))
-    assert_close(s, ref_s, name="s", mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "s"))
+    best = int(torch.argmin(errors)) / 10  # argmin: the first minimum
+    assert alpha == best, tr("part05.awq.alpha_differs", expected=best, got=repr(alpha))
+    assert_close(s, golden.ref.reference_scales(golden.ref.reference_stats(x), alpha), name="s",
+                 mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "s"))
 
 
 @pytest.mark.parametrize("prev", ["norm", "linear"])
