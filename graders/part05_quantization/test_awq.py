@@ -1,7 +1,7 @@
 """Hidden tests for part05_quantization.awq."""
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infralab.mistakes.part05_quantization.awq import (DIVIDED_WEIGHT, dequantize_groups, fold_mistakes,
@@ -84,6 +84,7 @@ def _check_search(got, w, x, bits, gs, n_grid):
 
 
 @pytest.mark.weight(3)
+@settings(max_examples=10)  # each example runs a 10-point grid search twice
 @given(n_outliers=st.integers(1, 4), gs=st.sampled_from([16, 32]), bits=st.sampled_from([3, 4]),
        three_d=st.booleans(), seed=st.integers(0, 2**31 - 1))
 def test_search_scales_minimises_the_output_error_over_the_grid(impl, n_outliers, gs, bits, three_d, seed):
@@ -141,6 +142,7 @@ def test_fold_scales_divides_the_previous_op_and_leaves_the_output_unchanged(imp
 
 
 @pytest.mark.weight(3)
+@settings(max_examples=10)  # each example runs a 10-point grid search twice
 @given(gs=st.sampled_from([16, 32]), bits=st.sampled_from([3, 4]), seed=st.integers(0, 2**31 - 1))
 def test_awq_quantize_codes_are_the_groups_of_w_times_s(impl, gs, bits, seed):
     w, x = outlier_layer(torch.Generator().manual_seed(seed), n=32)
