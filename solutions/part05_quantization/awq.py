@@ -35,22 +35,20 @@ def fake_quantize(w: torch.Tensor, bits: int = 4, group_size: int = 128) -> torc
     return ((q - zero) * scale).reshape(w.shape)
 
 
+def _grid_error(w: torch.Tensor, x: torch.Tensor, s: torch.Tensor, bits: int, group_size: int) -> torch.Tensor:
+    """mean((x w^T - x W_q^T)^2) with W_q = Q(w diag(s)) diag(s)^-1, for x (n, in) and w (out, in) in fp32."""
+    w_q = fake_quantize(w * s, bits, group_size) / s
+    return ((x @ w.T - x @ w_q.T) ** 2).mean()
+
+
 def search_scales(w: torch.Tensor, x: torch.Tensor, bits: int = 4, group_size: int = 128,
                   n_grid: int = 20) -> tuple[torch.Tensor, float, torch.Tensor]:
     x = x.reshape(-1, x.shape[-1]).float()                              # (n, in)
-    w = w.float()
     x_mean = activation_stats(x)
-    reference = x @ w.T                                                 # (n, out)
-    errors = torch.empty(n_grid)
-    best = (float("inf"), None, None)
-    for i in range(n_grid):
-        alpha = i / n_grid
-        s = awq_scales(x_mean, alpha)
-        w_q = fake_quantize(w * s, bits, group_size) / s                # Q(W diag(s)) diag(s)^-1
-        errors[i] = ((reference - x @ w_q.T) ** 2).mean()
-        if errors[i] < best[0]:                                         # the first minimum wins
-            best = (float(errors[i]), s, alpha)
-    return best[1], best[2], errors
+    errors = torch.stack([_grid_error(w.float(), x, awq_scales(x_mean, i / n_grid), bits, group_size)
+                          for i in range(n_grid)])                      # (n_grid,)
+    alpha = int(torch.argmin(errors)) / n_grid                          # argmin: the first minimum
+    return awq_scales(x_mean, alpha), alpha, errors
 
 
 def fold_scales(prev_weight: torch.Tensor, weight: torch.Tensor, s: torch.Tensor,

@@ -12,6 +12,18 @@ FORMATS = {"int8": 127.0, "e4m3": 448.0}
 AXES = ("token", "channel")
 
 
+def _group_amax(t: torch.Tensor, axis: str) -> torch.Tensor:
+    return t.abs().amax(-1 if axis == "token" else -2, keepdim=True)   # (B,H,T,1) or (B,H,1,D)
+
+
+def _scale_of(amax: torch.Tensor, fmt: str) -> torch.Tensor:
+    return torch.where(amax > 0, amax / FORMATS[fmt], torch.ones_like(amax))
+
+
+def _codes(y: torch.Tensor, fmt: str) -> torch.Tensor:
+    return torch.round(y).to(torch.int8) if fmt == "int8" else y.to(torch.float8_e4m3fn)
+
+
 def quantize_kv(t: torch.Tensor, fmt: str = "int8", axis: str = "token") -> tuple[torch.Tensor, torch.Tensor]:
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {sorted(FORMATS)}, got {fmt!r}")
@@ -20,12 +32,8 @@ def quantize_kv(t: torch.Tensor, fmt: str = "int8", axis: str = "token") -> tupl
     if t.dim() != 4:
         raise ValueError(f"expected a (B, H, T, D) cache, got shape {tuple(t.shape)}")
     t = t.float()
-    amax = t.abs().amax(-1 if axis == "token" else -2, keepdim=True)   # (B,H,T,1) or (B,H,1,D)
-    qmax = FORMATS[fmt]
-    scale = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
-    y = torch.clamp(t / scale, -qmax, qmax)
-    q = torch.round(y).to(torch.int8) if fmt == "int8" else y.to(torch.float8_e4m3fn)
-    return q, scale
+    scale = _scale_of(_group_amax(t, axis), fmt)
+    return _codes(torch.clamp(t / scale, -FORMATS[fmt], FORMATS[fmt]), fmt), scale
 
 
 def dequantize_kv(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
