@@ -32,7 +32,8 @@ formats, whose step is uniform over the group's range; e4m3's error is relative 
 Error bounds (what the tests check, derived from the scales): int8 rounds to the nearest level
 without clipping (amax maps to exactly 127), so ``|t - q * scale| <= scale / 2`` elementwise; e4m3
 keeps 3 mantissa bits, so ``|t - q * scale| <= max(2^-4 |t|, 2^-10 scale)`` (relative half-ulp for
-normal values, half the subnormal step ``2^-9`` below ``2^-6``). If each logit moves by at most
+normal values, half the subnormal step ``2^-9`` below ``2^-6``); fp32's own rounding of ``t / scale``
+and ``q * scale`` adds a few ulps (the tests allow ``2 * qmax * 2^-24 * scale``). If each logit moves by at most
 ``eps`` (``eps = max_t sum_d |q_d| * dk_td / sqrt(D)``, ``dk`` the bound on k's error) every softmax
 weight moves by at most the factor ``e^(2 eps)``, so each output element moves by at most
 ``(e^(2 eps) - 1) * sum_t p_t |v_hat_td| + sum_t p_t * dv_td``.
