@@ -16,10 +16,11 @@ def test_int8_per_token_hand_example(impl, golden):
     # token 1: amax 2.54 -> scale 0.02; 1.27 / 0.02 = 63.5 -> 64
     t = torch.tensor([[[[127.0, -63.5, 1.6, 0.0], [2.54, -1.27, 0.02, 0.0]]]])   # (B=1, H=1, T=2, D=4)
     q, scale = impl(MODULE).quantize_kv(t, "int8", "token")
+    swapped = golden.ref.AXIS_SWAPPED  # read before the check, so the recording holds it
     shape = tuple(check_tensor(scale, dtype=torch.float32, name="scale").shape)
     if shape != (1, 1, 2, 1):  # one scale per (batch, head, token)
         raise Mismatch(tr("part05.kv_quant.scale_shape", axis="token", expected=(1, 1, 2, 1), got=shape),
-                       golden.ref.AXIS_SWAPPED if shape == (1, 1, 1, 4) else None)
+                       swapped if shape == (1, 1, 1, 4) else None)
     assert_close(scale, torch.tensor([[[[1.0], [0.02]]]]), name="per-token scales (B, H, T, 1)")
     expected, _ = golden.ref.reference_quantize_kv(t, "int8", "token")
     assert_equal(q, expected, name="int8 codes", mistakes=golden.ref.quantize_mistakes(t, "int8", "token", "q"))
