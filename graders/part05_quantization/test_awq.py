@@ -40,7 +40,7 @@ def test_awq_scales_are_mean_to_the_alpha_normalised_by_the_geometric_middle(imp
 
 @pytest.mark.weight(2)
 @given(out=st.integers(1, 5), groups=st.integers(1, 3), gs=st.sampled_from([4, 16, 32]), bits=st.sampled_from([3, 4, 8]),
-       shift=st.sampled_from([0.0, 0.2]), seed=st.integers(0, 2**31 - 1))
+       shift=st.sampled_from([0.0, 0.2, -0.5]), seed=st.integers(0, 2**31 - 1))
 def test_fake_quantize_is_group_wise_zero_point_quantisation(impl, out, groups, gs, bits, shift, seed):
     w = randn(out, groups * gs, generator=torch.Generator().manual_seed(seed), scale=0.1) + shift
     assert_close(impl(MODULE).fake_quantize(w, bits, gs), reference_fake_quantize(w, bits, gs),
@@ -58,9 +58,37 @@ def _symmetric(w, bits, gs):
     return (torch.clamp(torch.round(g / scale), -qmax, qmax) * scale).reshape(w.shape)
 
 
-def test_fake_quantize_rejects_a_group_size_that_does_not_divide_the_input(impl):
+@pytest.mark.parametrize("group_size", [8, 0, -4])
+def test_fake_quantize_rejects_a_group_size_that_does_not_divide_the_input(impl, group_size):
     with pytest.raises(ValueError):
-        impl(MODULE).fake_quantize(torch.ones(2, 12), 4, 8)
+        impl(MODULE).fake_quantize(torch.ones(2, 12), 4, group_size)
+
+
+def test_fake_quantize_handles_constant_groups_and_groups_of_one(impl, gen):
+    """A constant group has max - min = 0: the 1e-5 floor keeps its scale positive (no 0 / 0); in an
+    all-negative group the zero point clamps to 2^bits - 1 and the codes clamp at 0."""
+    w = randn(3, 8, generator=gen)
+    w[0, :4] = 0.7
+    w[1, 4:] = 0.0
+    w[2] = -1.0 - torch.rand(8, generator=gen)
+    m = impl(MODULE)
+    assert_close(m.fake_quantize(w, 4, 4), reference_fake_quantize(w, 4, 4), name="Q(w) with constant groups")
+    assert_close(m.fake_quantize(w, 4, 1), reference_fake_quantize(w, 4, 1), name="Q(w) with group_size=1")
+
+
+def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
+    w, x = outlier_layer(gen, n=16, cin=256, out=4)
+    m = impl(MODULE)
+    assert_close(m.fake_quantize(w), reference_fake_quantize(w, 4, 128), name="fake_quantize(w) defaults")
+    _, _, errors = m.search_scales(w, x)
+    check_tensor(errors, shape=(20,), dtype=torch.float32, name="search_scales defaults: errors (n_grid = 20,)")
+    assert_close(errors, reference_search(w, x, 4, 128, 20)[2], rtol=ERROR_RTOL, atol=0.0,
+                 name="search_scales defaults: errors (4 bits, groups of 128)")
+    q, scale, zero, s = m.awq_quantize(w, x)
+    eq, escale, ezero = reference_group_codes(w * s, 4, 128)
+    assert_equal(q, eq, name="awq_quantize defaults: codes (4 bits, groups of 128)")
+    assert_close(scale, escale, name="awq_quantize defaults: scales (4, 2)")
+    assert_close(s, reference_search(w, x, 4, 128, 20)[0], name="awq_quantize defaults: s (grid of 20)")
 
 
 def _check_search(got, w, x, bits, gs, n_grid):

@@ -42,7 +42,21 @@ def test_smooth_scales_clamp_zero_weight_columns_and_dead_channels(impl, gen):
     weight[:, 5] = 0.0                         # a zero column: max|W_j| clamped to 1e-5
     got = impl(MODULE).smooth_scales(act, weight, 0.5)
     assert_close(got, reference_smooth_scales(act, weight, 0.5), name="s with a zero column and a dead channel",
-                 rtol=1e-4, mistakes={NO_CLAMP: lambda: reference_smooth_scales(act, weight, 0.5, clamp=False)})
+                 rtol=1e-4, atol=0.0,  # every s is >= 1e-5: relative only, so the dead channel's 1e-5 counts
+                 mistakes={NO_CLAMP: lambda: reference_smooth_scales(act, weight, 0.5, clamp=False)})
+
+
+def test_defaults_are_alpha_one_half_per_token_activations_per_tensor_weights(impl, gen):
+    x, w = outlier_activations(gen, n=8, cin=16, out=6)
+    act = reference_absmax(x)
+    m = impl(MODULE)
+    assert_close(m.smooth_scales(act, w), reference_smooth_scales(act, w, 0.5), name="smooth_scales default alpha 0.5",
+                 rtol=1e-4)
+    assert_close(m.w8a8_linear(x, w), reference_w8a8(x, w, True, False), reduction=16,
+                 name="w8a8_linear defaults (per token, per-tensor weight)")
+    s = m.smooth_scales(act, w, 0.5)
+    assert_close(m.smoothquant_linear(x, w, act), reference_w8a8(x / s, w * s, True, False), reduction=16,
+                 name="smoothquant_linear defaults (alpha 0.5, per token, per-tensor weight)")
 
 
 @pytest.mark.weight(2)
