@@ -88,7 +88,7 @@ def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
     eq, escale, ezero = reference_group_codes(w * s, 4, 128)
     assert_equal(q, eq, name="awq_quantize defaults: codes (4 bits, groups of 128)")
     assert_close(scale, escale, name="awq_quantize defaults: scales (4, 2)")
-    assert_close(s, reference_search(w, x, 4, 128, 20)[0], name="awq_quantize defaults: s (grid of 20)")
+    _check_chosen_s(s, w, x, 4, 128, 20, "awq_quantize defaults: s (grid of 20)")
 
 
 def _check_search(got, w, x, bits, gs, n_grid):
@@ -109,6 +109,19 @@ def _check_search(got, w, x, bits, gs, n_grid):
     assert_close(s, reference_scales(reference_stats(x), alpha), name=f"s of the chosen alpha = {alpha}",
                  mistakes=search_mistakes(w, x, bits, gs, n_grid, "s"))
     return s, alpha, errors
+
+
+def _check_chosen_s(s, w, x, bits, gs, n_grid, name):
+    """s is the factors of a grid point whose reference error is the minimum (within ERROR_RTOL: near-ties
+    may go either way in fp32)."""
+    check_tensor(s, shape=(w.shape[1],), dtype=torch.float32, name=name)
+    best_s, _, errors = reference_search(w, x, bits, gs, n_grid)
+    x_mean = reference_stats(x)
+    for i in torch.nonzero(errors <= errors.min() * (1 + ERROR_RTOL)).flatten().tolist():
+        candidate = reference_scales(x_mean, i / n_grid)
+        if bool(torch.allclose(s, candidate, rtol=1e-5, atol=1e-5)):
+            return
+    assert_close(s, best_s, name=name, mistakes=search_mistakes(w, x, bits, gs, n_grid, "s"))
 
 
 @pytest.mark.weight(3)
@@ -176,9 +189,7 @@ def test_awq_quantize_codes_are_the_groups_of_w_times_s(impl, gs, bits, seed):
     w, x = outlier_layer(torch.Generator().manual_seed(seed), n=32)
     m = impl(MODULE)
     q, scale, zero, s = m.awq_quantize(w, x, bits, gs, 10)
-    ref_s = reference_search(w, x, bits, gs, 10)[0]
-    assert_close(check_tensor(s, shape=(w.shape[1],), dtype=torch.float32, name="s"), ref_s,
-                 name="s (the search's best factors)", mistakes=search_mistakes(w, x, bits, gs, 10, "s"))
+    _check_chosen_s(s, w, x, bits, gs, 10, "s (the search's best factors)")
     eq, escale, ezero = reference_group_codes(w * s, bits, gs)   # replayed on the answer's own s
     assert_close(scale, escale, name="group scales of w * s")
     assert_equal(zero, ezero, name="zero points (int32)")
