@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml Makefile
 # GPTQ cross-check oracle (tests/test_crosscheck_part05_gptq.py): --no-deps, its declared
 # requirements pull datasets/accelerate/rouge/gekko; only auto_gptq.quantization is imported.
 	$(BIN)/python -m pip install -q --no-deps auto-gptq==0.7.1
+# AWQ cross-check oracle (tests/test_crosscheck_part05_awq.py): an sdist, pure-Python quantiser; --no-deps for
+# the same reason (triton, datasets, accelerate, zstandard); only awq.quantize.quantizer is imported.
+	$(BIN)/python -m pip install -q --no-deps autoawq==0.2.9
 	touch $(STAMP)
 
 # The grading demo: the sample class in fixtures/submissions (complete, partial, broken and hostile
