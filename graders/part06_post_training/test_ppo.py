@@ -143,7 +143,11 @@ def test_whiten_over_masked_elements(impl, N, T, seed):
     vals = x[mask].double()
     expected = torch.where(mask, (x.double() - vals.mean()) / (vals.std() + 1e-8), torch.zeros_like(vals.mean()))
     got = impl(MODULE).whiten(x, mask)
-    assert_close(got, expected.float(), name="whitened values", mistakes={
+    # fp32 rounding of x - mean (about eps * max|x|) is divided by the std: with two close values
+    # (std << max|x|) a correct fp32 answer is off by more than the table's tolerance; widen by that ratio.
+    rtol, atol = tolerance(torch.float32)
+    widen = max(1.0, float(vals.abs().max() / (vals.std() + 1e-8)))
+    assert_close(got, expected.float(), name="whitened values", rtol=rtol * widen, atol=atol * widen, mistakes={
         "statistics over every element, padding included":
             lambda: torch.where(mask, (x - x.mean()) / (x.std() + 1e-8), torch.zeros_like(x)),
         "biased std (divides by n, not n - 1)":
