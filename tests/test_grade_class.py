@@ -23,6 +23,8 @@ from infralab.grade import GradeOptions, RayStartFailed, grade, stable
 from infralab.judge.cage import namespaces_unavailable
 from infralab.judge.intake import discover
 from infralab.judge.minicourse import EXERCISE, kit_root, rmsnorm_course
+from tests.test_hostile_integrity import CASES as INTEGRITY_CASES
+from tests.test_judge_hostile_samples import HOSTILE
 
 pytestmark = pytest.mark.skipif(namespaces_unavailable() is not None,
                                 reason=f"grading hostile code needs the cage: {namespaces_unavailable()}")
@@ -57,25 +59,12 @@ EXPECTED = {
     "misnamed_module": (0.0, {"misnamed-module"}, "NotImplementedError"),
     "flat_upload": (5.0, set(), ""),
     "corrupt_zip": (0.0, {"unreadable-submission"}, ""),
-    # aimed past one exercise, at the host, or at the in-process route (tests/test_judge_hostile_samples.py)
-    "os_exit_in_call": (0.0, {"executor-died"}, "died"),
-    "fd_exhaustion": (0.0, set(), "Too many open files"),  # its own later calls fail too
-    "spinning_threads": (1.6666, {"timeout"}, "did not return within"),
-    "sysv_shm": (5.0, set(), ""),
-    "mountinfo_leak": (0.0, set(), "/proc"),
-    "tree_memory": (1.6666, set(), ""),
-    "patch_tests_in_process": (0.0, {"harness-import"}, ""),
-    # issue 11's samples attack other exercises (tests/test_hostile_integrity.py grades them there, with the
-    # source scan's flags); here their rmsnorm is the stub, and a module of an exercise this one-exercise course
-    # lacks is not staged (intake says so), so the scan has nothing of theirs to read
-    "writeback_zeroing": (0.0, set(), "NotImplementedError"),
-    "wrapper_replacement": (0.0, {"misnamed-module"}, "NotImplementedError"),  # attention.py is not in this course
-    "disable_torch_function": (0.0, {"misnamed-module"}, "NotImplementedError"),
-    "triton_noop_launch": (0.0, set(), "NotImplementedError"),
-    "torch_compile_triton": (0.0, set(), "NotImplementedError"),
-    "flag_flooding": (5.0, {"tampering", "read-hidden", "harness-import", "flag-forged", "suspicious-source"}, ""),
 }
 NOT_GRADED = {"corrupt_zip"}  # intake could not read it: no test ran, the record says why
+# Graded where their target is (one batch each, not again here): samples aimed past one exercise, at the
+# host or at the in-process route (tests/test_judge_hostile_samples.py), and issue 11's samples aimed at
+# the verdict of attention, softmax and rmsnorm (tests/test_hostile_integrity.py).
+ELSEWHERE = set(HOSTILE) | {sample for cases in INTEGRITY_CASES.values() for sample in cases}
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
@@ -87,7 +76,11 @@ def _tree_digest(root: Path) -> dict[str, str]:
 def _grade_sample_class(base: Path):
     course_root = rmsnorm_course(base / "course")
     klass = base / "class"
-    shutil.copytree(SAMPLES, klass, symlinks=True)
+    klass.mkdir()
+    for sample in SAMPLES.iterdir():
+        if sample.name.removesuffix(".zip") in EXPECTED:
+            (shutil.copytree(sample, klass / sample.name, symlinks=True) if sample.is_dir()
+             else shutil.copy(sample, klass / sample.name))
     for link in klass.rglob("*"):  # the symlink sample points at the course's reference
         if link.is_symlink():
             link.unlink()
@@ -148,6 +141,12 @@ def _check_outputs(student: str, record: dict, folder: Path, secret_lines: list[
     if leaked:
         problems.append(f"{student}: hidden test source in the feedback page: {leaked[:2]}")
     return problems
+
+
+def test_every_sample_submission_is_graded_by_one_batch():
+    samples = {p.name.removesuffix(".zip") for p in SAMPLES.iterdir() if p.is_dir() or p.suffix == ".zip"}
+    assert samples == set(EXPECTED) | ELSEWHERE, f"not graded anywhere: {sorted(samples - set(EXPECTED) - ELSEWHERE)}"
+    assert not set(EXPECTED) & ELSEWHERE, f"graded twice: {sorted(set(EXPECTED) & ELSEWHERE)}"
 
 
 @pytest.mark.timeout(2400)  # about 3 minutes on an idle 2-core machine; far more when it is shared
