@@ -80,9 +80,10 @@ def describe_traffic(counts: Mapping[str, Counts]) -> str:
 
 
 def assert_traffic(results: Sequence[Any], expected: Mapping[str, Counts], name: str = "traffic",
-                   mistakes: Mapping[Any, Mapping[str, Counts]] | None = None) -> None:
+                   mistakes: Mapping[Any, Any] | None = None) -> None:
     """Every rank's traffic (per kind: calls and bytes) is exactly ``expected``; raise Mismatch
-    otherwise, naming the known mistake (a label of ``mistakes``) whose traffic it equals."""
+    otherwise, naming the known mistake (a label of ``mistakes``) whose traffic it equals (or, for a
+    callable, whose test ``pattern(traffic) -> bool`` it passes)."""
     from infralab.i18n import localized, tr
     from infralab.testing import Mismatch
 
@@ -93,7 +94,7 @@ def assert_traffic(results: Sequence[Any], expected: Mapping[str, Counts], name:
             continue
         diagnosis = None
         for label, pattern in (mistakes or {}).items():
-            if got == {k: v for k, v in pattern.items() if v.calls}:
+            if pattern(got) if callable(pattern) else got == {k: v for k, v in pattern.items() if v.calls}:
                 diagnosis = localized(label) if isinstance(label, tuple) else label
                 break
         raise Mismatch(tr("distributed.traffic_differs", name=name, rank=rank, got=describe_traffic(got),
