@@ -9,6 +9,7 @@ from infralab.mistakes.part02_parallelism.topology import (
     DIMS, all_coords, coords_mistakes, groups_mistakes, groups_of_rank_mistakes, reference_groups,
     reference_groups_of_rank,
 )
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_equal
 
 MODULE = "part02_parallelism.topology"
@@ -26,7 +27,7 @@ def ints(value, name):
             return {str(k): (list(map(int, v)) if isinstance(v, (list, tuple)) else int(v)) for k, v in value.items()}
         return [list(map(int, g)) for g in value]
     except (TypeError, ValueError) as exc:
-        raise Mismatch(f"{name}: expected ints (a dict or a list of lists), got {value!r}") from exc
+        raise Mismatch(tr("part02_tp.not_ints", name=name, got=repr(value)[:200])) from exc
 
 
 def world(sizes):

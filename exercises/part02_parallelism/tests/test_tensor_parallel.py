@@ -8,8 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from infralab.distributed import Counts, assert_traffic, run_calls, run_ranks
-from infralab.testing import assert_close, randn
+from infralab.distributed import Counts, assert_traffic, describe_traffic, run_calls, run_ranks
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, randn
 
 MODULE = "part02_parallelism.tensor_parallel"
 GATHERED = ("a whole weight all-gathered to every rank: right numbers, but not tensor parallelism",
@@ -109,7 +110,11 @@ def test_vocab_parallel_cross_entropy_equals_f_cross_entropy(impl, gen, scale):
                                 "每个 rank 减去自己的最大值：最大值必须先用 ReduceOp.MAX 做 AllReduce"):
                                local_max.float()})
         moved = sum(c.bytes for c in res.traffic().values())
-        assert moved <= 3 * 4 * 8, f"rank {rank} moved {moved} bytes: per-token numbers only, never the logits"
+        if moved > 3 * 4 * 8:
+            raise Mismatch(tr("part02_tp.loss_traffic", name="vocab_parallel_cross_entropy", rank=rank,
+                              got=describe_traffic(res.traffic()), tokens=4),
+                           ("the logits gathered across ranks: a rank held tokens x V values",
+                            "把 logits 在各 rank 间收集了：某个 rank 持有了 tokens × V 个值"))
 
 
 @pytest.mark.timeout(120)

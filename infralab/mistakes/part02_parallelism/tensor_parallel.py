@@ -140,10 +140,11 @@ def loss_traffic_ok(traffic: dict[str, Counts], tokens: int) -> bool:
 
 def check_loss_traffic(results, tokens: int, name: str) -> None:
     from infralab.distributed import describe_traffic
+    from infralab.i18n import tr
     from infralab.testing import Mismatch
 
     for rank, result in enumerate(results):
         t = result.traffic()
         if not loss_traffic_ok(t, tokens):
-            raise Mismatch(f"{name}: rank {rank} communicated {describe_traffic(t)}; the vocabulary-parallel loss "
-                           f"moves per-token numbers only (at most 3 x {tokens} elements)", FULL_LOGITS)
+            raise Mismatch(tr("part02_tp.loss_traffic", name=name, rank=rank, got=describe_traffic(t), tokens=tokens),
+                           FULL_LOGITS)
