@@ -230,7 +230,7 @@ def _run_processes(backend: str, spec: Any, banned: dict, module: str, calls: Se
             replies = _collect_replies(pipes, procs, n, timeout_s, wait)
         finally:
             for p in procs:
-                p.join(1.0)
+                p.join(0.5)
                 if p.is_alive():
                     p.kill()
                     p.join(2.0)
