@@ -11,9 +11,12 @@ the other ranks' calls first (:mod:`.agreement`): a size mismatch that would abo
 process from its own thread is raised as a clear error in the rank that made it.
 
 A rank that has answered waits for all the others to answer before it exits (a counter in the
-run's store). Exiting at once closed its sockets while a slower rank could still be in its last
-exchange with it, and that rank's process then died (gloo aborts from its own thread on a
-connection reset) before it had sent its answer.
+run's store, at most ``_EXIT_WAIT_S``), so that no rank closes its sockets while a slower rank may
+still be in its last exchange with it. This is a precaution against the rare abort at exit seen
+at world size 3 (GOTCHAS), whose cause was not reproduced (0 in 40 direct runs of the old harness
+at world size 3, 0 in 15 pytest runs of the part's gloo tests). A rank whose process dies without
+an answer is reported with its exit code, and a death after another rank's error counts as that
+error's consequence, so the first real error is the one the test shows.
 
 NCCL: ``backend="nccl"`` needs a GPU per rank (rank r uses ``cuda:r``); tensors of the
 arguments are moved to the rank's GPU before the call and results come back on the CPU.
