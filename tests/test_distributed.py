@@ -10,7 +10,8 @@ import torch
 import torch.distributed as dist
 
 from infralab.distributed import (
-    CollectiveNotAllowed, RankResult, _run_simulated, assert_ring_traffic, decode, encode, run_trusted_calls,
+    CollectiveNotAllowed, Counts, RankResult, _run_simulated, assert_ring_traffic, assert_traffic, backend_unavailable,
+    decode, encode, run_trusted_calls,
 )
 from infralab.testing import Mismatch
 
@@ -117,3 +118,71 @@ def test_gloo_rank_error_is_reported_and_the_waiting_ranks_are_killed():
         run_trusted_calls(Path(__file__), [("rank_one_fails", [(torch.ones(2), r, 3) for r in range(3)])], 3,
                           timeout_s=60)
     assert time.monotonic() - t0 < 45, "the ranks waiting on the failed one were not stopped early"
+
+
+def send_more_than_posted(rank, n):
+    """Rank 0 sends 6 elements where rank 1 posted a receive for 4 (gloo aborts rank 1's process on this)."""
+    if rank == 0:
+        dist.send(torch.ones(6), 1)
+        return None
+    buffer = torch.empty(4)
+    dist.recv(buffer, 0)
+    return buffer
+
+
+def all_to_all_with_rank_dependent_chunks(rank, n):
+    """Every rank sends chunks of rank + 1 elements but expects chunks of its own size back."""
+    outs = [torch.empty(rank + 1) for _ in range(n)]
+    dist.all_to_all(outs, [torch.full((rank + 1,), float(rank)) for _ in range(n)])
+    return outs
+
+
+def all_to_all_single_with_rows_that_disagree(rank, n):
+    """Rank 1 sends 3 rows to rank 0, which expects 2 (gloo aborts rank 0's process on this)."""
+    ins, outs, out_rows = ([2, 2], [2, 2], 4) if rank == 0 else ([3, 1], [2, 1], 3)
+    out = torch.empty(out_rows, 2)
+    dist.all_to_all_single(out, torch.ones(4, 2), outs, ins)
+    return out
+
+
+def all_reduce_twice(x, rank, n):
+    dist.all_reduce(x)
+    dist.all_reduce(x, op=dist.ReduceOp.MAX)
+    return x
+
+
+def test_simulated_size_mismatch_names_both_ends():
+    with pytest.raises(RuntimeError, match="posted recv.src=0. for 4 float32 elements but rank 0 sent 6"):
+        _run_simulated(THIS, [("send_more_than_posted", [(r, 2) for r in range(2)])], 2, False, 10.0)
+
+
+def test_simulated_all_to_all_with_chunks_that_differ_across_ranks_is_an_error():
+    with pytest.raises(RuntimeError, match="dist.all_to_all: rank 0 expects 1 float32 elements from rank 1"):
+        _run_simulated(THIS, [("all_to_all_with_rank_dependent_chunks", [(r, 3) for r in range(3)])], 3, True, 10.0)
+
+
+def test_accounting_counts_calls_and_bytes_per_kind():
+    results = sim("all_reduce_twice", [torch.ones(5), torch.ones(5)], allow_collectives=True)
+    assert all(r.traffic() == {"all_reduce": Counts(2, 40)} for r in results)
+    assert_traffic(results, {"all_reduce": Counts(2, 40)})
+    with pytest.raises(Mismatch, match="(?s)rank 0 communicated all_reduce: 2 call.s., 40 bytes.*looks like: twice"):
+        assert_traffic(results, {"all_reduce": Counts(1, 20)}, mistakes={"twice": {"all_reduce": Counts(2, 40)}})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("function,world_size,message", [
+    ("send_more_than_posted", 2, "posted recv.src=0. for 4 float32 elements but rank 0 sent 6"),
+    ("all_to_all_single_with_rows_that_disagree", 2,
+     "dist.all_to_all_single: rank 0 expects 4 float32 elements from rank 1, which sends it 6"),
+])
+def test_gloo_size_mismatch_is_a_clear_error_not_an_abort(function, world_size, message):
+    """gloo itself aborts the receiving process ('terminate called after throwing an instance of
+    gloo::EnforceNotMet', measured on torch 2.13); the harness compares the sizes first."""
+    with pytest.raises(RuntimeError, match=message):
+        run_trusted_calls(Path(__file__), [(function, [(r, world_size) for r in range(world_size)])], world_size,
+                          timeout_s=20)
+
+
+def test_nccl_without_a_gpu_per_rank_says_why():
+    reason = backend_unavailable("nccl", torch.cuda.device_count() + 1)
+    assert reason and "GPU" in reason

@@ -45,8 +45,9 @@ def test_isolated_grading_requires_a_triton_kernel(tmp_path):
 
 @pytest.mark.timeout(600)
 def test_isolated_grading_runs_multi_rank_exercises_in_the_cage(tmp_path):
-    ids = ["part02_parallelism.collectives", "part02_parallelism.zero"]
-    files = {f"part02_parallelism/{m}.py": source("solutions", f"part02_parallelism/{m}.py") for m in ("collectives", "zero")}
+    modules = ("collectives", "zero", "tensor_parallel")  # tensor_parallel: its traffic (ops) crosses the cage
+    ids = [f"part02_parallelism.{m}" for m in modules]
+    files = {f"part02_parallelism/{m}.py": source("solutions", f"part02_parallelism/{m}.py") for m in modules}
     solved = grade(tmp_path, "solved", files, ids)
     stubs = grade(tmp_path, "stubs", {k: source("exercises", k) for k in files}, ids)
     for ex in ids:

@@ -5,7 +5,7 @@ One :class:`Cage` per implementation under test. It builds a fresh tree::
     /tmp/infralab-judge-XXXX/       root, 0711 (no listing)
         lib/                        root, read-only for the executor
             kit/  boot.py executor.py wire.py
-                infralab/           guards.py triton_watch.py distributed.py errors.py
+                infralab/           guards.py triton_watch.py distributed/ errors.py
             code/<package>/partNN_*/*.py    the allowlisted modules only
             boot.json executor.json
         home/                       the executor's uid, its only writable folder (HOME, TMPDIR)
@@ -141,11 +141,13 @@ class Cage:
             shutil.copyfile(here / name, kit / name)
         (kit / "infralab").mkdir()  # the guards, the simulated group (multi-rank), and what they import
         (kit / "infralab" / "__init__.py").write_text("")
-        for name in ("guards.py", "opclasses.py", "triton_watch.py", "distributed.py", "errors.py"):
+        for name in ("guards.py", "opclasses.py", "triton_watch.py", "errors.py"):
             shutil.copyfile(here.parent / name, kit / "infralab" / name)
         (kit / "infralab" / "perf").mkdir()
         for name in PERF_FILES:
             shutil.copyfile(here.parent / "perf" / name, kit / "infralab" / "perf" / name)
+        shutil.copytree(here.parent / "distributed", kit / "infralab" / "distributed",
+                        ignore=shutil.ignore_patterns("__pycache__"))  # the simulated group
         shutil.copytree(here.parent / "i18n", kit / "infralab" / "i18n",
                         ignore=shutil.ignore_patterns("__pycache__"))  # the guards' messages
         for rel, src in code.items():

@@ -281,7 +281,8 @@ class Session:
         results = distributed._run_simulated(obj, calls, int(request["world_size"]),
                                              bool(request["allow_collectives"]), float(request["timeout_s"]))
         data = [[{"value": r.value, "sends": [list(x) for x in r.sends], "recvs": [list(x) for x in r.recvs],
-                  "collectives": list(r.collectives)} for r in call] for call in results]
+                  "collectives": list(r.collectives), "ops": [list(x) for x in r.ops]} for r in call]
+                for call in results]
         enc = self.encoder(module)
         return {"ok": enc.encode(data)}, enc.tensors
 

@@ -425,7 +425,8 @@ class IsolatedTarget:
                 self.notes.append(note)
         results = self._answer(answer, out, self.generation)
         return [[RankResult(value=r["value"], sends=[tuple(x) for x in r["sends"]],
-                            recvs=[tuple(x) for x in r["recvs"]], collectives=list(r["collectives"]))
+                            recvs=[tuple(x) for x in r["recvs"]], collectives=list(r["collectives"]),
+                            ops=[(str(k), int(b)) for k, b in r.get("ops", [])])
                  for r in call] for call in results]
 
     def _write_back(self, answer: dict, out: dict, args: tuple, kwargs: dict, allowed: dict[str, int]) -> None:

@@ -1,1 +1,1 @@
-"""Part 02: parallelism (collectives, ZeRO)."""
+"""Part 02: parallelism (collectives, ZeRO, topology, tensor parallelism)."""
