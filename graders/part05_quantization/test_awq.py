@@ -15,9 +15,10 @@ from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor,
 MODULE = "part05_quantization.awq"
 # Grid-search errors: an s one ulp away (fp32 pow vs the float64 reference, or another equally right
 # operation order) can flip a code at a rounding tie, and a flipped weight of an outlier channel moves
-# the mean error visibly: measured up to 0.13% over 300 seeds; the closest known mistake (max|x|)
-# differs by 6.5% or more. 1% sits between the two.
-ERROR_RTOL = 1e-2
+# the mean error visibly: 0.13% at most over 300 seeds, but the tail is long (1.04% at one seed of
+# a 60-seed sweep: an outlier channel's weight flipped in a 4-row layer); the closest known mistake
+# (max|x|) differs by 6.5% or more. 3% keeps a factor of two from both.
+ERROR_RTOL = 3e-2
 
 
 @given(shape=st.sampled_from([(5, 8), (2, 3, 16), (1, 4)]), dtype=st.sampled_from([torch.float32, torch.bfloat16]),
