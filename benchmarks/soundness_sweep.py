@@ -6,7 +6,7 @@ benchmarks/results/soundness-seeds<N>-<machine>.{json,md}.
 Each part is one pytest session (stub and mutants once, the solution's seed-dependent tests at
 N base seeds); the record keeps the machine, its load, the versions and each part's wall and
 CPU time, so a later run on other hardware compares like with like. ``make test`` runs the
-same check at 60 seeds (tests/test_soundness.py).
+same check at 30 fresh seeds (tests/test_soundness.py).
 """
 from __future__ import annotations
 
