@@ -62,6 +62,15 @@ def tolerance(dtype: torch.dtype, reduction: int | None = None) -> tuple[float, 
     return rtol, atol
 
 
+def cancellation_atol(terms: torch.Tensor, dtype: torch.dtype = torch.float32, ulps: int = 8) -> float:
+    """The absolute tolerance of a result that is a difference of terms as large as ``max|terms|``
+    (log-sum-exp minus the target logit, x - mean): ``dtype``'s atol plus ``ulps`` units of roundoff
+    at that magnitude, since a correct answer computed in ``dtype`` carries that much absolute error
+    however small the result."""
+    _, atol = tolerance(dtype)
+    return atol + ulps * torch.finfo(dtype).eps * float(terms.detach().abs().max())
+
+
 def _describe(t: torch.Tensor) -> str:
     return f"shape {tuple(t.shape)}, dtype {t.dtype}"
 
