@@ -169,6 +169,16 @@ def test_accounting_counts_calls_and_bytes_per_kind():
         assert_traffic(results, {"all_reduce": Counts(1, 20)}, mistakes={"twice": {"all_reduce": Counts(2, 40)}})
 
 
+def test_accounting_takes_one_expectation_and_one_pattern_per_rank():
+    """Uneven exchanges (an all-to-all of routed tokens) move different bytes on every rank."""
+    results = sim("all_reduce_twice", [torch.ones(5), torch.ones(5)], allow_collectives=True)
+    results[1].ops.append(("send", 8))
+    assert_traffic(results, [{"all_reduce": Counts(2, 40)}, {"all_reduce": Counts(2, 40), "send": Counts(1, 8)}])
+    pattern = [lambda t: False, lambda t: "send" in t]
+    with pytest.raises(Mismatch, match="(?s)rank 1 communicated all_reduce.*send: 1 call.s., 8 bytes.*like: sent"):
+        assert_traffic(results, {"all_reduce": Counts(2, 40)}, mistakes={"sent": pattern})
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("function,world_size,message", [
     ("send_more_than_posted", 2, "posted recv.src=0. for 4 float32 elements but rank 0 sent 6"),

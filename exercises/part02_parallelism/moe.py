@@ -35,10 +35,13 @@ Conventions (the spec; where libraries differ we say so):
 Expert parallelism (:func:`expert_parallel_moe`): W ranks, each holding ``E / W`` experts (rank q
 owns experts ``q*E/W .. (q+1)*E/W - 1``) and its own tokens. Each rank routes its tokens, sends
 every token to the ranks owning its chosen experts (dispatch), the experts run, and the results go
-back to the token's rank (combine), where they are weighted and summed. Production code does the two
-exchanges with ``all_to_all_single``; here you build them from ``dist.isend`` / ``dist.recv``
-(the simulated group does not offer all-to-all), exactly as specified in the function's docstring,
-and the tests count what each rank sends: only the tokens routed to a peer travel to it.
+back to the token's rank (combine), where they are weighted and summed. In production code each
+exchange is one all-to-all: DeepSpeed-MoE and GShard pad every expert to its capacity (equal splits,
+known in advance); Megatron-LM's dropless all-to-all token dispatcher uses uneven split sizes and
+exchanges them first. We do as Megatron-LM: one ``dist.all_to_all_single`` of per-expert counts (the
+split sizes), then one ``all_to_all_single`` with those split sizes for the dispatch and one for the
+combine. The tests count each rank's
+calls and bytes: exactly three all-to-alls, and only the tokens routed to a peer travel to it.
 
 中文说明：
 MoE 层由 E 个专家（SwiGLU MLP）和一个路由器组成。路由：对全部专家做 softmax（float32），取 top-k，
@@ -47,7 +50,8 @@ MoE 层由 E 个专家（SwiGLU MLP）和一个路由器组成。路由：对全
 L = E × Σ f_e × P_e（f_e 为分到专家 e 的比例，按 T·k 归一化；P_e 为平均路由概率），完全均衡时为 1。
 DeepSeek-V3 的无辅助损失均衡：偏置只用于选专家，门控权重仍用原始分数；每步按负载更新偏置，
 过载专家的偏置减小。专家并行：每个 rank 持有 E/W 个专家，按路由把 token 发给专家所在的 rank，
-算完再发回原 rank 加权求和（生产中用 all_to_all，这里用 isend/recv 实现）。
+算完再发回原 rank 加权求和。与 Megatron-LM 一样，先用一次 all_to_all_single 交换每个专家的 token 数
+（即切分大小），dispatch 与 combine 各用一次带不均匀切分的 all_to_all_single（教材 02 §2.2.5）。
 """
 from __future__ import annotations
 
@@ -183,25 +187,35 @@ def expert_parallel_moe(x: torch.Tensor, router_weight: torch.Tensor, gate_proj:
     Returns:
         ``(T_r, H)``: equal to :func:`moe_forward` of this rank's tokens with all E experts.
 
-    Protocol (every rank, the same order of messages, so that the peers agree):
+    Protocol (Textbook 02 §2.2.5; every rank makes the same three calls, in this order):
 
     1. Route this rank's tokens (:func:`top_k_routing`). Sort the ``T_r * k`` assignments by global
        expert id, ties by token then slot (a stable sort of ``experts.reshape(-1)``).
-    2. Counts: to every other rank q, send one int64 tensor of ``E/W`` elements: how many of the
-       sorted assignments go to each of q's experts. Receive the same from every q.
-    3. Dispatch: to every q, send the rows ``(n, H)`` of the tokens of those assignments, in the
-       sorted order (no message when n = 0). Receive q's rows likewise.
+    2. Split sizes: ``sent = bincount(experts, minlength=E)`` (int64, ``(E,)``: chunk q, elements
+       ``q*E/W .. (q+1)*E/W - 1``, is what goes to rank q's experts). One
+       ``dist.all_to_all_single(received, sent)`` (equal splits of E/W) gives ``received`` ``(E,)``:
+       chunk q = how many rows rank q sends to each of your local experts (Megatron-LM exchanges the
+       counts this way).
+    3. Dispatch: one ``dist.all_to_all_single(rows, x[tokens in sorted order], output_split_sizes,
+       input_split_sizes)`` with ``input_split_sizes[q]`` = sum of sent's chunk q and
+       ``output_split_sizes[q]`` = sum of received's chunk q (python ints). ``rows`` arrive grouped
+       by source rank, and within one source by local expert, in that rank's sorted order.
     4. Run each local expert on its rows (no routing weight applied on the expert's side).
-    5. Combine: send every q the ``(n, H)`` results of its rows, in the order they came (no message
-       when n = 0); receive yours back; multiply each row by its routing weight and add it to its
-       token. Your own tokens for your own experts never leave the rank.
+    5. Combine: one ``dist.all_to_all_single`` sending the results back (the split sizes of step 3
+       swapped): you get your ``T_r * k`` results in your sorted order; multiply each by its routing
+       weight and add it to its token.
 
-    Post sends with ``dist.isend`` and wait for them after your receives (a blocking send to a peer
-    that is itself sending would deadlock). Every other rank gets exactly: E/W counts, plus H
-    elements per assignment routed to it, plus H per assignment of its tokens to your experts.
+    Each rank's traffic is exactly three ``all_to_all_single`` calls of ``E * 8 + T_r * k * H * s +
+    R_r * H * s`` input bytes in all (s = bytes per element, R_r = assignments of all ranks' tokens to
+    this rank's experts; an all-to-all is counted by its whole input, the share that stays on the rank
+    included); no other ``torch.distributed`` call. Sending every token to every rank gives
+    the right output with W copies of the batch on the wire: the tests diagnose it from the traffic.
+    ``torch.distributed.all_to_all_single`` splits along dim 0 and takes python lists of split sizes.
 
-    中文：专家并行。每个 rank 先路由自己的 token，按专家编号排序；先把"发给对方每个专家多少行"发过去，
-    再发 token 行（dispatch），本地专家计算后按原顺序发回（combine），最后在原 rank 上乘路由权重累加。
-    只发送路由到对方专家的 token，不要把所有 token 发给所有 rank。
+    中文：专家并行（教材 02 §2.2.5）。每个 rank 路由自己的 token，按专家编号稳定排序；先用一次
+    all_to_all_single 交换"发给每个专家多少行"（E 个 int64 计数，得到切分大小），再用一次带不均匀切分的
+    all_to_all_single 发送 token 行（dispatch），本地专家计算后用一次 all_to_all_single 按原路发回
+    （combine，切分大小对调），最后在原 rank 上乘路由权重累加。只发送路由到对方专家的 token，
+    不要把所有 token 发给所有 rank（结果虽对，但整个 batch 被发了 W 份，测试会按流量诊断出来）。
     """
     raise NotImplementedError("expert_parallel_moe")

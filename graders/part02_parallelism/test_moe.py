@@ -4,9 +4,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.distributed import run_ranks
+from infralab.distributed import assert_traffic, run_ranks
 from infralab.mistakes.part02_parallelism.moe import (balance_mistakes, bias_update_mistakes, biased_mistakes,
-                                                      capacity_mistakes, ep_expected_elements, keep_mistakes,
+                                                      capacity_mistakes, ep_traffic, ep_traffic_mistakes, keep_mistakes,
                                                       moe_mistakes, reference_balance_loss, reference_bias_update,
                                                       reference_biased_routing, reference_capacity, reference_keep,
                                                       reference_moe, reference_routing, routing_mistakes)
@@ -146,34 +146,32 @@ def ep_case(tokens, E, k, H, I, g, dtype=torch.float32):
     return xs, (router, gate, up, down), args
 
 
-@pytest.mark.weight(3)
-@pytest.mark.parametrize("tokens,E,k", [([5, 3], 4, 2), ([4, 4, 4, 4], 8, 2), ([6, 1, 3], 6, 3), ([2, 7], 2, 1),
-                                        ([3, 0, 4], 3, 2)])
-def test_expert_parallel_moe_equals_the_whole_block(impl, gen, tokens, E, k):
-    xs, (router, gate, up, down), args = ep_case(tokens, E, k, 6, 4, gen)
-    results = run_ranks(impl, MODULE, "expert_parallel_moe", args)
+def check_ep(results, xs, weights, k, where=""):
+    """Every rank's output equals the whole block on its tokens, and its traffic is exactly the three all-to-alls."""
+    router, gate, up, down = weights
+    W, E, H = len(xs), router.shape[0], router.shape[1]
     for rank, res in enumerate(results):
         assert_close(res.value, reference_moe(xs[rank], router, gate, up, down, k),
-                     name=f"rank {rank}'s output ({tokens[rank]} tokens, {len(tokens)} ranks)",
+                     name=f"{where}rank {rank}'s output ({xs[rank].shape[0]} tokens, {W} ranks)",
                      mistakes=moe_mistakes(xs[rank], router, gate, up, down, k))
+    assert_traffic(results, ep_traffic(xs, router, k, W, E, H), f"{where}expert_parallel_moe",
+                   ep_traffic_mistakes(xs, H))
 
 
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("tokens,E,k", [([5, 3], 4, 2), ([4, 4, 4, 4], 8, 2), ([6, 1, 3], 6, 3), ([2, 7], 2, 1),
+                                        ([3, 0, 4], 3, 2), ([4, 2, 5, 3], 8, 1)])
+def test_expert_parallel_moe_equals_the_whole_block_with_three_all_to_alls(impl, gen, tokens, E, k):
+    xs, weights, args = ep_case(tokens, E, k, 6, 4, gen)
+    check_ep(run_ranks(impl, MODULE, "expert_parallel_moe", args, allow_collectives=True), xs, weights, k)
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.weight(2)
-@pytest.mark.parametrize("tokens,E,k", [([5, 3], 4, 2), ([4, 2, 5, 3], 8, 2)])
-def test_expert_parallel_moe_sends_only_the_tokens_routed_to_each_peer(impl, gen, tokens, E, k):
-    H, W = 6, len(tokens)
-    xs, (router, *_), args = ep_case(tokens, E, k, H, 4, gen)
-    results = run_ranks(impl, MODULE, "expert_parallel_moe", args)
-    want = ep_expected_elements(xs, router, k, W, E // W, H)
-    everything = sum(tokens) * H
-    for rank, res in enumerate(results):
-        if res.collectives:
-            raise Mismatch(tr("part02.moe.collectives", rank=rank, names=res.collectives))
-        got = [sum(n for d, n in res.sends if d == q) for q in range(W)]
-        diagnosis = (("every token sent to every rank (an all-gather), not only those routed there",
-                      "把所有 token 发给了所有 rank（相当于 AllGather），应只发送路由到对方专家的 token")
-                     if any(g_ >= tokens[rank] * H + E // W for q, g_ in enumerate(got) if q != rank) and got != want[rank]
-                     else None)
-        if got != want[rank]:
-            raise Mismatch(tr("part02.moe.traffic", rank=rank, got=got, last=W - 1, expected=want[rank],
-                              everything=everything), diagnosis)
+def test_expert_parallel_moe_on_real_gloo_processes(impl):
+    """all_to_all_single with uneven splits on real processes; values and traffic are swept over seeds on the
+    simulated group. Fixed inputs keep this ~2 s process start out of the soundness sweep."""
+    xs, weights, args = ep_case([5, 3], 4, 2, 6, 4, torch.Generator().manual_seed(1234))
+    results = run_ranks(impl, MODULE, "expert_parallel_moe", args, backend="gloo", allow_collectives=True,
+                        timeout_s=30)
+    check_ep(results, xs, weights, 2, where="gloo: ")

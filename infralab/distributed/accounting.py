@@ -79,21 +79,28 @@ def describe_traffic(counts: Mapping[str, Counts]) -> str:
     return "; ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no communication"
 
 
-def assert_traffic(results: Sequence[Any], expected: Mapping[str, Counts], name: str = "traffic",
-                   mistakes: Mapping[Any, Any] | None = None) -> None:
+def _of_rank(value: Any, rank: int) -> Any:
+    """``value[rank]`` for a per-rank list or tuple, else ``value`` (the same for every rank)."""
+    return value[rank] if isinstance(value, (list, tuple)) else value
+
+
+def assert_traffic(results: Sequence[Any], expected: Mapping[str, Counts] | Sequence[Mapping[str, Counts]],
+                   name: str = "traffic", mistakes: Mapping[Any, Any] | None = None) -> None:
     """Every rank's traffic (per kind: calls and bytes) is exactly ``expected``; raise Mismatch
     otherwise, naming the known mistake (a label of ``mistakes``) whose traffic it equals (or, for a
-    callable, whose test ``pattern(traffic) -> bool`` it passes)."""
+    callable, whose test ``pattern(traffic) -> bool`` it passes). ``expected`` and each pattern may
+    also be a list with one entry per rank, where the ranks' traffic differs (e.g. uneven all-to-alls)."""
     from infralab.i18n import localized, tr
     from infralab.testing import Mismatch
 
-    want = {k: v for k, v in expected.items() if v.calls}
     for rank, result in enumerate(results):
         got = traffic(result.ops)
+        want = {k: v for k, v in _of_rank(expected, rank).items() if v.calls}
         if got == want:
             continue
         diagnosis = None
-        for label, pattern in (mistakes or {}).items():
+        for label, patterns in (mistakes or {}).items():
+            pattern = _of_rank(patterns, rank)
             if pattern(got) if callable(pattern) else got == {k: v for k, v in pattern.items() if v.calls}:
                 diagnosis = localized(label) if isinstance(label, tuple) else label
                 break

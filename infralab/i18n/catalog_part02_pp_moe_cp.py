@@ -39,15 +39,16 @@ MESSAGES = {
         "update_routing_bias modified its input bias in place",
         "update_routing_bias 原地修改了传入的 bias",
     ),
-    "part02.moe.collectives": (
-        "rank {rank} called library collectives {names}; build the exchange from dist.isend/dist.recv",
-        "rank {rank} 调用了库里的集合通信 {names}；请用 dist.isend/dist.recv 实现交换",
+    "part02.moe.every_token_to_every_rank": (
+        "every token sent to every rank (W copies of the batch, or an all-gather), not only those routed to its "
+        "experts",
+        "把所有 token 发给了所有 rank（整个 batch 发了 W 份，或用了 AllGather），应只发送路由到对方专家的 token",
     ),
-    "part02.moe.traffic": (
-        "rank {rank} sent {got} elements to ranks 0..{last}; expected {expected}: E/W counts, plus H per assignment "
-        "routed to that rank's experts, plus H per result sent back (the whole batch is {everything} elements)",
-        "rank {rank} 发给 rank 0..{last} 的元素数为 {got}；应为 {expected}：E/W 个计数，加上每个路由到对方专家的分配 H 个，"
-        "再加上每个发回的结果 H 个（整个 batch 共 {everything} 个元素）",
+    "part02.moe.point_to_point": (
+        "the exchange built from dist.isend/dist.recv per peer: dispatch and combine are one dist.all_to_all_single "
+        "each, after one all_to_all_single of the per-expert counts",
+        "用逐个对端的 dist.isend/dist.recv 实现了交换：应先用一次 all_to_all_single 交换每个专家的计数，"
+        "dispatch 和 combine 各用一次 dist.all_to_all_single",
     ),
     "part02.gloo.peer_gone": (
         "{function} on gloo: a rank lost its peer ({error})",

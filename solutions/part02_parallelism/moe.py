@@ -1,5 +1,5 @@
 """Reference solution of part02_parallelism.moe: routing, capacity, load balance, the MoE block, and
-expert-parallel dispatch/combine over send/recv."""
+expert-parallel dispatch/combine with all_to_all_single."""
 from __future__ import annotations
 
 import math
@@ -67,41 +67,27 @@ def moe_forward(x: torch.Tensor, router_weight: torch.Tensor, gate_proj: torch.T
     return out.reshape(x.shape)
 
 
-def _exchange(outgoing: list[torch.Tensor | None], incoming: list[torch.Tensor | None], rank: int) -> None:
-    """Send outgoing[q] to rank q and fill incoming[q] from rank q (None or empty: no message)."""
-    requests = [dist.isend(t.contiguous(), q) for q, t in enumerate(outgoing)
-                if q != rank and t is not None and t.numel()]
-    for q, t in enumerate(incoming):
-        if q != rank and t is not None and t.numel():
-            dist.recv(t, q)
-    for request in requests:
-        request.wait()
-
-
 def expert_parallel_moe(x: torch.Tensor, router_weight: torch.Tensor, gate_proj: torch.Tensor, up_proj: torch.Tensor,
                         down_proj: torch.Tensor, k: int, rank: int, world_size: int) -> torch.Tensor:
-    n, local = world_size, gate_proj.shape[0]  # rank q owns experts q*local .. (q+1)*local - 1
+    local = gate_proj.shape[0]  # rank q owns experts q*local .. (q+1)*local - 1
     weights, experts = top_k_routing(x @ router_weight.T, k)
     order = torch.sort(experts.reshape(-1), stable=True).indices  # assignments by expert, then token, then slot
-    token, expert = order // k, experts.reshape(-1)[order]
-    owner = expert // local
-    # dispatch: how many rows for each of the peer's local experts, then the rows themselves
-    counts = [torch.bincount(expert[owner == q] - q * local, minlength=local) for q in range(n)]
-    received_counts = [torch.empty(local, dtype=torch.int64) for _ in range(n)]
-    received_counts[rank] = counts[rank]
-    _exchange(counts, received_counts, rank)
-    outgoing = [x[token[owner == q]] for q in range(n)]
-    incoming = [torch.empty(int(c.sum()), x.shape[-1], dtype=x.dtype) for c in received_counts]
-    incoming[rank] = outgoing[rank]
-    _exchange(outgoing, incoming, rank)
-    # the local experts on every peer's rows, in the order they came
-    results = []
-    for q in range(n):
-        pieces = incoming[q].split(received_counts[q].tolist())
-        results.append(torch.cat([_expert(rows, gate_proj[e], up_proj[e], down_proj[e]) for e, rows in enumerate(pieces)]))
-    # combine: the rows come back in dispatch order; weight them and add them to their tokens
-    returned = [torch.empty_like(outgoing[q]) for q in range(n)]
-    returned[rank] = results[rank]
-    _exchange(results, returned, rank)
+    token = order // k
+    # the split sizes: how many of my rows go to each expert, swapped for how many come to each of mine
+    sent_per_expert = torch.bincount(experts.reshape(-1), minlength=router_weight.shape[0])  # (E,), int64
+    received_per_expert = torch.empty_like(sent_per_expert)  # (W * local,): from rank q, for my local experts
+    dist.all_to_all_single(received_per_expert, sent_per_expert)
+    send_splits = sent_per_expert.reshape(world_size, local).sum(-1).tolist()
+    recv_splits = received_per_expert.reshape(world_size, local).sum(-1).tolist()
+    # dispatch: the rows of the sorted assignments, each rank's share to it
+    rows = x.new_empty(sum(recv_splits), x.shape[-1])
+    dist.all_to_all_single(rows, x[token], recv_splits, send_splits)
+    # the local experts on their rows: grouped by source rank, then by local expert
+    pieces = rows.split(received_per_expert.tolist())
+    results = torch.cat([_expert(p, gate_proj[i % local], up_proj[i % local], down_proj[i % local])
+                         for i, p in enumerate(pieces)]).to(x.dtype)
+    # combine: the results go back the way they came; weight them and add them to their tokens
+    returned = x.new_empty(order.numel(), x.shape[-1])
+    dist.all_to_all_single(returned, results, send_splits, recv_splits)
     weight = weights.reshape(-1)[order].to(x.dtype)
-    return torch.zeros_like(x).index_add_(0, token, torch.cat(returned) * weight[:, None])
+    return torch.zeros_like(x).index_add_(0, token, returned * weight[:, None])

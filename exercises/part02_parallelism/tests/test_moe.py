@@ -1,13 +1,14 @@
 """Visible tests for part02_parallelism.moe: run with `pytest exercises/part02_parallelism -k moe`.
 
 ``golden`` replays recorded inputs and expectations (infralab.golden); ``run_ranks`` runs
-``expert_parallel_moe`` on every rank of a simulated group and reports each rank's messages.
+``expert_parallel_moe`` on every rank of a simulated group, and ``assert_traffic`` checks each rank's
+calls and bytes (``infralab.distributed``'s accounting: an all_to_all_single counts its input).
 """
 import torch
 
-from infralab.distributed import run_ranks
+from infralab.distributed import Counts, assert_traffic, run_ranks
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.moe"
 
@@ -71,20 +72,20 @@ def test_moe_forward_matches_a_per_token_loop(impl, golden):
                  name="MoE output", mistakes=golden.ref.moe_mistakes(x, router, gate, up, down, 2))
 
 
-def test_expert_parallel_moe_on_2_ranks_moves_only_routed_tokens(impl, golden):
-    gen = golden.gen
-    xs, router = [randn(4, 6, generator=gen), randn(3, 6, generator=gen)], randn(4, 6, generator=gen)
-    gate, up, down = (randn(4, 3, 6, generator=gen) * 0.3, randn(4, 3, 6, generator=gen) * 0.3,
-                      randn(4, 6, 3, generator=gen) * 0.3)
+def test_expert_parallel_moe_on_2_ranks_is_three_all_to_alls_of_the_routed_tokens(impl, golden):
+    """Counts (E int64), then the T_r * k routed rows out, then the results of the rows routed here back:
+    three dist.all_to_all_single per rank, nothing else. Sending every token everywhere moves the batch W times."""
+    gen, H = golden.gen, 6
+    xs, router = [randn(4, H, generator=gen), randn(3, H, generator=gen)], randn(4, H, generator=gen)
+    gate, up, down = (randn(4, 3, H, generator=gen) * 0.3, randn(4, 3, H, generator=gen) * 0.3,
+                      randn(4, H, 3, generator=gen) * 0.3)
     args = [(xs[r], router, gate[2 * r:2 * r + 2], up[2 * r:2 * r + 2], down[2 * r:2 * r + 2], 2, r, 2) for r in range(2)]
-    results = run_ranks(impl, MODULE, "expert_parallel_moe", args)
-    want = golden.ref.ep_expected_elements(xs, router, 2, 2, 2, 6)
+    results = run_ranks(impl, MODULE, "expert_parallel_moe", args, allow_collectives=True)
     for rank, res in enumerate(results):
         assert_close(res.value, golden.ref.reference_moe(xs[rank], router, gate, up, down, 2), name=f"rank {rank}'s output")
-        sent = sum(n for _, n in res.sends)
-        if sent != want[rank][1 - rank]:
-            raise Mismatch(tr("part02.moe.traffic", rank=rank, got=sent, last=1, expected=want[rank][1 - rank],
-                              everything=7 * 6),
-                           ("every token sent to every rank (an all-gather), not only those routed there",
-                            "把所有 token 发给了所有 rank（相当于 AllGather），应只发送路由到对方专家的 token")
-                           if sent > want[rank][1 - rank] else None)
+    expected = [{"all_to_all_single": Counts(3, b)} for b in golden.ref.ep_expected_bytes(xs, router, 2, 2, 4, H)]
+    row, everything = H * 4, 4 + 3  # bytes of one token, tokens of both ranks
+    whole_batch = [lambda t, mine=len(x): sum(c.bytes for c in t.values()) >= (2 * mine + everything) * row for x in xs]
+    assert_traffic(results, expected, "expert_parallel_moe",
+                   {tr("part02.moe.point_to_point"): lambda t: "send" in t or "recv" in t,
+                    tr("part02.moe.every_token_to_every_rank"): whole_batch})

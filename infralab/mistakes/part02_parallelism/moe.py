@@ -1,8 +1,12 @@
-"""References and known mistakes of part02_parallelism.moe (routing, capacity, balance, the MoE block)."""
+"""References and known mistakes of part02_parallelism.moe (routing, capacity, balance, the MoE block, the
+expert-parallel all-to-all traffic)."""
 import math
 
 import torch
 import torch.nn.functional as F
+
+from infralab.distributed import Counts
+from infralab.i18n import tr
 
 
 def compute_dtype(dtype):
@@ -125,12 +129,32 @@ def moe_mistakes(x, router_weight, gate_proj, up_proj, down_proj, k):
     }
 
 
-def ep_expected_elements(xs, router_weight, k, world_size, local, hidden):
-    """Elements rank r sends to rank q in expert-parallel MoE: the counts (local), its rows for q's experts
-    and the results of q's rows on r's experts (each row `hidden` elements)."""
-    rows = torch.zeros(world_size, world_size, dtype=torch.int64)  # rows[r, q]: assignments of r's tokens to q
-    for r, x in enumerate(xs):
-        _, experts = reference_routing(x @ router_weight.T, k)
-        rows[r] = torch.bincount(experts.reshape(-1) // local, minlength=world_size)
-    return [[0 if q == r else local + int(rows[r, q] + rows[q, r]) * hidden for q in range(world_size)]
-            for r in range(world_size)]
+def ep_expected_bytes(xs, router_weight, k, world_size, num_experts, hidden):
+    """Input bytes of rank r's three ``all_to_all_single`` calls in expert-parallel MoE, one int per rank:
+    the E int64 counts, its ``T_r k`` dispatched rows and the results of the rows routed to its experts
+    (each row ``hidden`` elements of x's dtype)."""
+    local, row = num_experts // world_size, hidden * xs[0].element_size()
+    routed = torch.zeros(world_size, dtype=torch.int64)  # assignments of all ranks' tokens to rank q's experts
+    for x in xs:
+        routed += torch.bincount(reference_routing(x @ router_weight.T, k)[1].reshape(-1) // local, minlength=world_size)
+    return [num_experts * 8 + (x.shape[0] * k + int(routed[r])) * row for r, x in enumerate(xs)]
+
+
+def ep_traffic(xs, router_weight, k, world_size, num_experts, hidden):
+    """Per rank: exactly three all_to_all_single calls (counts, dispatch, combine) of ep_expected_bytes."""
+    return [{"all_to_all_single": Counts(3, b)} for b in ep_expected_bytes(xs, router_weight, k, world_size,
+                                                                          num_experts, hidden)]
+
+
+def ep_traffic_mistakes(xs, hidden):
+    """Traffic patterns (one per rank) of known expert-parallel mistakes, for assert_traffic."""
+    tokens, row = [x.shape[0] for x in xs], hidden * xs[0].element_size()
+
+    def moved(traffic):
+        return sum(c.bytes for c in traffic.values())
+
+    def whole_batch(r):  # every rank's tokens on every rank: W copies of mine out (or an all-gather), all back
+        return lambda t: any(kind.startswith("all_gather") for kind in t) or \
+            moved(t) >= (len(xs) * tokens[r] + sum(tokens)) * row
+    return {tr("part02.moe.point_to_point"): lambda t: "send" in t or "recv" in t,  # first: sends add up to a lot
+            tr("part02.moe.every_token_to_every_rank"): [whole_batch(r) for r in range(len(xs))]}
