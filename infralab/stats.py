@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import torch
 
-from infralab.testing import Mismatch
+from infralab.testing import Label, Mismatch
 
 
 def tv_bound(num_outcomes: int, num_draws: int, false_alarm: float = 1e-9) -> float:
@@ -39,12 +39,12 @@ def empirical(draws: torch.Tensor, num_outcomes: int) -> torch.Tensor:
 
 def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str = "draws",
                         false_alarm: float = 1e-9,
-                        mistakes: Mapping[str, torch.Tensor] | None = None) -> None:
+                        mistakes: Mapping[Label, torch.Tensor] | None = None) -> None:
     """``draws`` (any shape, integer outcomes) are independent samples of ``probs`` ``(V,)``.
 
     Raises :class:`~infralab.testing.Mismatch` when an outcome of probability 0 was drawn, or
     when the empirical distribution is farther than :func:`tv_bound` from ``probs``;
-    ``mistakes`` maps a known mistake's description to the distribution it would sample from,
+    ``mistakes`` maps a known mistake's label (English or (english, chinese)) to the distribution it would sample from,
     and the failure names the one the draws fit.
     """
     v = probs.numel()
@@ -59,7 +59,7 @@ def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str =
     eps = tv_bound(v, flat.numel(), false_alarm)
     impossible = (p == 0) & (freq > 0)
 
-    def fits() -> str | None:
+    def fits() -> Label | None:
         for label, wrong in (mistakes or {}).items():
             if tv_distance(freq, wrong.detach().double().cpu().flatten()) <= eps:
                 return label

@@ -54,14 +54,16 @@ def param_mistakes(c: dict, right: int) -> dict:
     h, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
     d = c.get("head_dim") or h // c["num_attention_heads"]
     extra_kv = 2 * h * (c["num_attention_heads"] - c["num_key_value_heads"]) * d * L
-    out = {"K and V counted with the query heads (GQA ignored)": right + extra_kv,
-           "norm weights left out": right - (2 * L + 1) * h,
-           "MLP counted as 2 matrices (no gate)": right - h * c["intermediate_size"] * L,
-           "head_dim ignored (hidden // heads used)": numel(weight_shapes({**c, "head_dim": None}))}
+    out = {("K and V counted with the query heads (GQA ignored)", "K 和 V 按查询头数计算（忽略了 GQA）"): right + extra_kv,
+           ("norm weights left out", "漏算了归一化层的权重"): right - (2 * L + 1) * h,
+           ("MLP counted as 2 matrices (no gate)",
+            "MLP 只算了 2 个矩阵（漏了 gate）"): right - h * c["intermediate_size"] * L,
+           ("head_dim ignored (hidden // heads used)",
+            "忽略了 head_dim（用了 hidden // heads）"): numel(weight_shapes({**c, "head_dim": None}))}
     if c["tie_word_embeddings"]:
-        out["tied lm_head counted twice"] = right + V * h
+        out[("tied lm_head counted twice", "共享权重的 lm_head 被算了两次")] = right + V * h
     else:
-        out["lm_head left out (embeddings assumed tied)"] = right - V * h
+        out[("lm_head left out (embeddings assumed tied)", "漏算了 lm_head（误以为它与词嵌入共享权重）")] = right - V * h
     return out
 
 
@@ -83,14 +85,18 @@ def states(P: float, dp: int, stage: int, K: int = 12) -> list[float]:
 
 
 def state_mistakes(P: float, dp: int, stage: int) -> dict:
-    out = {"Adam states counted as 8 bytes (no fp32 master copy)": states(P, dp, stage, K=8),
-           "tensor/pipeline parallelism ignored (whole model on every GPU)": None}
+    out = {("Adam states counted as 8 bytes (no fp32 master copy)",
+            "Adam 状态按 8 字节计算（漏了 fp32 主权重副本）"): states(P, dp, stage, K=8),
+           ("tensor/pipeline parallelism ignored (whole model on every GPU)", "忽略了张量/流水线并行（每块 GPU 放整个模型）"): None}
     if stage == 2:
-        out["ZeRO-2 partitions the parameters too (that is stage 3)"] = states(P, dp, 3)
+        out[("ZeRO-2 partitions the parameters too (that is stage 3)",
+             "ZeRO-2 把参数也切分了（那是 stage 3）")] = states(P, dp, 3)
     if stage == 1:
-        out["ZeRO-1 partitions the gradients too (that is stage 2)"] = states(P, dp, 2)
+        out[("ZeRO-1 partitions the gradients too (that is stage 2)",
+             "ZeRO-1 把梯度也切分了（那是 stage 2）")] = states(P, dp, 2)
     if stage == 3:
-        out["ZeRO-3 leaves the parameters whole (that is stage 2)"] = states(P, dp, 2)
+        out[("ZeRO-3 leaves the parameters whole (that is stage 2)",
+             "ZeRO-3 没有切分参数（那是 stage 2）")] = states(P, dp, 2)
     return {k: f64(v) for k, v in out.items() if v is not None}
 
 
@@ -108,7 +114,8 @@ def test_model_state_bytes_for_every_zero_stage_and_layout(impl, psi, dp, stage,
     P = psi / (tp * pp)
     mistakes = state_mistakes(P, dp, stage)
     if tp * pp > 1:
-        mistakes["tensor/pipeline parallelism ignored (whole model on every GPU)"] = f64(states(psi, dp, stage))
+        mistakes[("tensor/pipeline parallelism ignored (whole model on every GPU)",
+                  "忽略了张量/流水线并行（每块 GPU 放整个模型）")] = f64(states(psi, dp, stage))
     assert_close(as_row(got), f64(states(P, dp, stage)),
                  name=f"(params, grads, optimizer, total) bytes, Psi={psi} dp={dp} ZeRO-{stage} tp={tp} pp={pp}",
                  mistakes=mistakes)
@@ -143,13 +150,14 @@ def korthikanti(s, b, h, a, L, t, sp, recompute) -> float:
 
 def activation_mistakes(s, b, h, a, L, t, pp, sp, recompute) -> dict:
     right = korthikanti(s, b, h, a, L, t, sp, recompute)
-    out = {"divided by the pipeline stages (1F1B's first stage holds pp micro-batches)": right / pp,
-           "tensor parallelism ignored": korthikanti(s, b, h, a, L, 1, sp, recompute),
-           "one layer only (not multiplied by L)": right / L}
+    out = {("divided by the pipeline stages (1F1B's first stage holds pp micro-batches)",
+            "除以了流水线级数（1F1B 的第一级要保存 pp 个 micro-batch）"): right / pp,
+           ("tensor parallelism ignored", "忽略了张量并行"): korthikanti(s, b, h, a, L, 1, sp, recompute),
+           ("one layer only (not multiplied by L)", "只算了一层（没有乘以 L）"): right / L}
     if recompute != "none":
-        out["recomputation ignored"] = korthikanti(s, b, h, a, L, t, sp, "none")
+        out[("recomputation ignored", "忽略了重计算")] = korthikanti(s, b, h, a, L, t, sp, "none")
     if sp:
-        out["sequence parallelism ignored"] = korthikanti(s, b, h, a, L, t, False, recompute)
+        out[("sequence parallelism ignored", "忽略了序列并行")] = korthikanti(s, b, h, a, L, t, False, recompute)
     return {k: f64(v) for k, v in out.items()}
 
 
@@ -185,12 +193,14 @@ def kv_reference(c: dict, tokens: int, s: int, tp: int) -> int:
 
 def kv_mistakes(c: dict, tokens: int, s: int, tp: int) -> dict:
     right = kv_reference(c, tokens, s, tp)
-    out = {"K only (the factor 2 for K and V forgotten)": right // 2 if "kv_lora_rank" not in c else right * 2,
-           "tensor parallelism ignored (all KV heads on every GPU)": kv_reference(c, tokens, s, 1)}
+    out = {("K only (the factor 2 for K and V forgotten)",
+            "只算了 K（忘了 K 和 V 的因子 2）"): right // 2 if "kv_lora_rank" not in c else right * 2,
+           ("tensor parallelism ignored (all KV heads on every GPU)",
+            "忽略了张量并行（每块 GPU 放全部 KV 头）"): kv_reference(c, tokens, s, 1)}
     if "kv_lora_rank" not in c:
-        out["query heads used instead of KV heads"] = kv_reference(
+        out[("query heads used instead of KV heads", "用了查询头数而不是 KV 头数")] = kv_reference(
             {**c, "num_key_value_heads": c["num_attention_heads"]}, tokens, s, tp)
-        out["dtype size ignored"] = right // s
+        out[("dtype size ignored", "忽略了 dtype 的字节数")] = right // s
     return out
 
 

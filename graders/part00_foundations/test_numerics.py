@@ -25,9 +25,12 @@ def torch_bf16_bits(bits: torch.Tensor) -> torch.Tensor:
 def bf16_mistakes(bits: torch.Tensor) -> dict:
     u = bits.to(torch.int64) & 0xFFFFFFFF
     return {
-        "truncation (the lower 16 bits dropped) instead of round-to-nearest-even": (u >> 16).to(torch.int32),
-        "ties rounded up (away from zero: add 0x8000) instead of to even": ((u + 0x8000) >> 16).to(torch.int32),
-        "ties rounded down (add 0x7FFF, no even correction)": ((u + 0x7FFF) >> 16).to(torch.int32),
+        ("truncation (the lower 16 bits dropped) instead of round-to-nearest-even",
+         "截断（直接丢弃低 16 位），而不是就近舍入到偶数"): (u >> 16).to(torch.int32),
+        ("ties rounded up (away from zero: add 0x8000) instead of to even",
+         "中点值向上舍入（远离零：加 0x8000），而不是舍入到偶数"): ((u + 0x8000) >> 16).to(torch.int32),
+        ("ties rounded down (add 0x7FFF, no even correction)",
+         "中点值向下舍入（加 0x7FFF，没有偶数修正）"): ((u + 0x7FFF) >> 16).to(torch.int32),
     }
 
 
@@ -111,13 +114,16 @@ def decode_every_pattern(e_bits: int, m_bits: int, finite_only: bool) -> dict[st
 
 def range_mistakes(e_bits: int, m_bits: int, finite_only: bool, right: dict) -> dict:
     bias = 2 ** (e_bits - 1) - 1
-    out = {"no subnormals: smallest subnormal taken as the smallest normal":
+    out = {("no subnormals: smallest subnormal taken as the smallest normal", "没有考虑次正规数：把最小正规数当成了最小次正规数"):
            {**right, "min_subnormal": right["min_normal"]},
-           "eps taken as half the gap (2**-(M+1), the unit roundoff)": {**right, "eps": 2.0 ** -(m_bits + 1)}}
+           ("eps taken as half the gap (2**-(M+1), the unit roundoff)",
+            "eps 取成了间隔的一半（2**-(M+1)，即单位舍入误差）"): {**right, "eps": 2.0 ** -(m_bits + 1)}}
     if finite_only:
-        out["finite-only format treated as IEEE (top exponent reserved): e4m3 max 240 instead of 448"] = {
+        out[("finite-only format treated as IEEE (top exponent reserved): e4m3 max 240 instead of 448",
+             "把仅有限值的格式当成 IEEE 格式（保留最高指数）：e4m3 最大值 240 而不是 448")] = {
             **right, "max": (2.0 - 2.0 ** -m_bits) * 2.0 ** bias}
-        out["finite-only max with the all-ones mantissa (that pattern is NaN): e4m3 max 480"] = {
+        out[("finite-only max with the all-ones mantissa (that pattern is NaN): e4m3 max 480",
+             "仅有限值格式的最大值用了全 1 尾数（这个编码是 NaN）：e4m3 最大值 480")] = {
             **right, "max": (2.0 - 2.0 ** -m_bits) * 2.0 ** (bias + 1)}
     return out
 
@@ -175,10 +181,14 @@ def fp8_mistakes(x: torch.Tensor, fmt: str) -> dict:
     truncated = torch.copysign(torch.where(a >= hi, hi, lo), x)
     out = {}
     if fmt == "e4m3":
-        out["e4m3 treated as an IEEE format: saturated at 240 instead of 448"] = torch_fp8(x.clamp(-240, 240), fmt)
-    out.update({"overflow not saturated (a plain cast gives NaN for e4m3, inf for e5m2)": unsaturated,
-                "ties rounded away from zero instead of to even": torch.where(x.isnan(), x, away),
-                "truncation instead of round-to-nearest-even": torch.where(x.isnan(), x, truncated)})
+        out[("e4m3 treated as an IEEE format: saturated at 240 instead of 448",
+             "把 e4m3 当成 IEEE 格式：饱和到 240 而不是 448")] = torch_fp8(x.clamp(-240, 240), fmt)
+    out.update({("overflow not saturated (a plain cast gives NaN for e4m3, inf for e5m2)",
+                 "溢出没有饱和（直接转换时 e4m3 得到 NaN，e5m2 得到 inf）"): unsaturated,
+                ("ties rounded away from zero instead of to even",
+                 "中点值远离零舍入，而不是舍入到偶数"): torch.where(x.isnan(), x, away),
+                ("truncation instead of round-to-nearest-even",
+                 "截断，而不是就近舍入到偶数"): torch.where(x.isnan(), x, truncated)})
     return out
 
 
@@ -237,9 +247,10 @@ def test_fp8_scaled_round_with_current_scaling(impl, fmt, log_scale, seed):
         f"scale: expected amax / max = {expected_scale:g}, got {scale!r}"
     expected = torch_fp8(x / expected_scale, fmt) * expected_scale
     assert_close(deq, expected, name=f"{fmt} scaled round trip",
-                 mistakes={"scale inverted (x * scale instead of x / scale)": torch_fp8(x * expected_scale, fmt)
+                 mistakes={("scale inverted (x * scale instead of x / scale)",
+                            "scale 用反了（x * scale 而不是 x / scale）"): torch_fp8(x * expected_scale, fmt)
                            / expected_scale,
-                           "no scaling (rounded as is)": torch_fp8(x, fmt)})
+                           ("no scaling (rounded as is)", "没有缩放（直接舍入）"): torch_fp8(x, fmt)})
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
@@ -249,7 +260,8 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
     deq, used = impl(MODULE).fp8_scaled_round(x, fmt, scale=scale)
     assert used == scale, f"the given scale must be used as is: gave {scale!r}, got {used!r}"
     assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=f"{fmt} round trip with a stale scale",
-                 mistakes={"overflow not saturated (NaN for e4m3, inf for e5m2)":
+                 mistakes={("overflow not saturated (NaN for e4m3, inf for e5m2)",
+                            "溢出没有饱和（e4m3 得到 NaN，e5m2 得到 inf）"):
                            torch_fp8_unsaturated(x / scale, fmt) * scale})
 
 

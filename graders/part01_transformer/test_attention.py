@@ -22,13 +22,16 @@ MODULE = "part01_transformer.attention"
 def check_mask(mod, sq, skv, causal, window, padding):
     got = mod.attention_mask(sq, skv, causal=causal, window=window, key_padding_mask=padding)
     expected = reference_mask(sq, skv, causal, window, padding)
-    mistakes = {"causal mask aligned top-left instead of bottom-right":
+    mistakes = {("causal mask aligned top-left instead of bottom-right", "因果掩码按左上角对齐，而不是右下角"):
                 reference_mask(sq, skv, causal, window, padding, top_left=True)}
     if window is not None:
-        mistakes["window off by one (W + 1 keys)"] = reference_mask(sq, skv, causal, window, padding, window_keys=window + 1)
-        mistakes["window off by one (W - 1 keys)"] = reference_mask(sq, skv, causal, window, padding, window_keys=window - 1)
+        mistakes[("window off by one (W + 1 keys)",
+                  "窗口差一（W + 1 个 key）")] = reference_mask(sq, skv, causal, window, padding, window_keys=window + 1)
+        mistakes[("window off by one (W - 1 keys)",
+                  "窗口差一（W - 1 个 key）")] = reference_mask(sq, skv, causal, window, padding, window_keys=window - 1)
     if padding is not None:
-        mistakes["padding mask inverted (True treated as padding)"] = reference_mask(sq, skv, causal, window, ~padding)
+        mistakes[("padding mask inverted (True treated as padding)",
+                  "padding 掩码取反了（把 True 当成了 padding）")] = reference_mask(sq, skv, causal, window, ~padding)
     assert_equal(got, expected, name=f"mask (Sq={sq}, Skv={skv}, causal={causal}, window={window})", mistakes=mistakes)
 
 

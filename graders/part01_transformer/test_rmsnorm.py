@@ -88,16 +88,19 @@ def test_default_eps_values(impl, gen):
     m = impl(MODULE)
     x, w, b = randn(4, 16, generator=gen, scale=1e-3), randn(16, generator=gen), randn(16, generator=gen)
     assert_close(m.rms_norm(x, w), reference_rms_norm(x, w, 1e-6), name="rms_norm(x, w) without eps (default 1e-6)",
-                 mistakes={"a default eps other than 1e-6 (here 1e-5)": lambda: reference_rms_norm(x, w, 1e-5)})
+                 mistakes={("a default eps other than 1e-6 (here 1e-5)",
+                            "默认 eps 不是 1e-6（这里是 1e-5）"): lambda: reference_rms_norm(x, w, 1e-5)})
     assert_close(m.layer_norm(x, w, b), F.layer_norm(x, (16,), w, b, 1e-5),
                  name="layer_norm(x, w, b) without eps (default 1e-5)",
-                 mistakes={"a default eps other than 1e-5 (here 1e-6)": lambda: F.layer_norm(x, (16,), w, b, 1e-6)})
+                 mistakes={("a default eps other than 1e-5 (here 1e-6)",
+                            "默认 eps 不是 1e-5（这里是 1e-6）"): lambda: F.layer_norm(x, (16,), w, b, 1e-6)})
 
 
 def test_layer_norm_reduces_over_the_last_dimension_of_a_3d_input(impl, gen):
     x, w, b = randn(3, 5, 8, generator=gen, scale=2.0) + 0.5, randn(8, generator=gen), randn(8, generator=gen)
     assert_close(impl(MODULE).layer_norm(x, w, b, eps=1e-5), F.layer_norm(x, (8,), w, b, 1e-5),
                  name="layer_norm of a (3, 5, 8) input",
-                 mistakes={"mean or variance taken over dimension 1 instead of the last":
+                 mistakes={("mean or variance taken over dimension 1 instead of the last",
+                            "均值或方差在第 1 维上计算，而不是在最后一维"):
                            lambda: ((x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True)
                                                                                 + 1e-5)) * w + b})

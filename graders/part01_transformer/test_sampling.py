@@ -34,8 +34,9 @@ def test_temperature_divides_the_logits(impl, gen):
     z = randn(4, 33, generator=gen, scale=3.0)
     for t in (0.3, 1.0, 2.5):
         assert_close(impl(MODULE).apply_temperature(z, t), z / t, name=f"logits at T={t}",
-                     mistakes={"multiplied by T instead of dividing": z * t,
-                               "temperature applied to the probabilities (softmax(z) / T)":
+                     mistakes={("multiplied by T instead of dividing", "乘以了 T，而不是除以 T"): z * t,
+                               ("temperature applied to the probabilities (softmax(z) / T)",
+                                "温度作用在了概率上（softmax(z) / T）"):
                                    torch.softmax(z, -1) / t})
 
 
@@ -226,9 +227,10 @@ def test_sample_applies_temperature_then_top_k_top_p_min_p(impl, seed, gen):
     m = clear_threshold(min_p_ratio(chain), 0.05, 0.15, gen)
     chain = ref_min_p(chain, m)
     draws = impl(MODULE).sample(z.expand(DRAWS, v).contiguous(), seed=seed, temperature=t, top_k=8, top_p=p, min_p=m)
-    wrong = {"filters applied before the temperature":
+    wrong = {("filters applied before the temperature", "在应用温度之前就做了过滤"):
              torch.softmax(ref_min_p(ref_top_p(ref_top_k(z, 8), p), m).double() / t, -1)[0],
-             "temperature ignored": torch.softmax(ref_min_p(ref_top_p(ref_top_k(z, 8), p), m).double(), -1)[0]}
+             ("temperature ignored",
+              "忽略了温度"): torch.softmax(ref_min_p(ref_top_p(ref_top_k(z, 8), p), m).double(), -1)[0]}
     assert_draws_follow(draws, torch.softmax(chain.double(), -1)[0], name="draws after temperature and filters",
                         mistakes=wrong)
 
@@ -273,8 +275,10 @@ def test_sample_never_draws_a_filtered_token(impl, seed, gen):
 def test_sample_defaults_are_temperature_one_and_no_filter(impl, seed, gen):
     z = spread_logits(8, gen)
     draws = impl(MODULE).sample(z.expand(DRAWS, 8).contiguous(), seed=seed)
-    wrong = {"a default temperature other than 1.0 (here 2.0)": torch.softmax(z.double() / 2, -1),
-             "a default temperature other than 1.0 (here 0.5)": torch.softmax(z.double() * 2, -1)}
+    wrong = {("a default temperature other than 1.0 (here 2.0)",
+              "默认温度不是 1.0（这里是 2.0）"): torch.softmax(z.double() / 2, -1),
+             ("a default temperature other than 1.0 (here 0.5)",
+              "默认温度不是 1.0（这里是 0.5）"): torch.softmax(z.double() * 2, -1)}
     assert_draws_follow(draws, torch.softmax(z.double(), -1), name="draws with the default arguments", mistakes=wrong)
 
 

@@ -52,11 +52,12 @@ def simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (r - s - 1) % n, st
 
 def all_reduce_mistakes(xs, rank):
     return {
-        "the chunk index ignores the rank offset (chunk (-s-1) % n sent at step s): partial sums of the wrong chunk travel":
+        ("the chunk index ignores the rank offset (chunk (-s-1) % n sent at step s): partial sums of the wrong chunk travel",
+         "块索引忽略了 rank 偏移（第 s 步发送块 (-s-1) % n）：传递的是错误块的部分和"):
             lambda: simulated_ring_all_reduce(xs, send_chunk=lambda r, s, n: (-s - 1) % n)[rank],
-        "n steps per phase instead of n - 1: a chunk is added twice":
+        ("n steps per phase instead of n - 1: a chunk is added twice", "每个阶段 n 步而不是 n - 1 步：有一个块被加了两次"):
             lambda: simulated_ring_all_reduce(xs, steps=len(xs), owned=lambda r, n: (r - 1) % n)[rank],
-        "this rank's own input returned (nothing was reduced)": lambda: xs[rank],
+        ("this rank's own input returned (nothing was reduced)", "返回了本 rank 自己的输入（什么都没有归约）"): lambda: xs[rank],
     }
 
 
@@ -103,9 +104,11 @@ def test_ring_reduce_scatter_gives_each_rank_its_own_chunk(impl, n, numel, seed)
     total, b = sum(xs), bounds(numel, n)
     for rank, res in enumerate(results):
         assert_close(res.value, total[slice(*b[rank])], name=f"rank {rank}'s reduced chunk",
-                     mistakes={"returned chunk (rank + 1) % n, where the plain ring ends, not chunk rank":
+                     mistakes={("returned chunk (rank + 1) % n, where the plain ring ends, not chunk rank",
+                                "返回了普通环结束处的块 (rank + 1) % n，而不是块 rank"):
                                lambda: total[slice(*b[(rank + 1) % n])],
-                               "chunks split torch.chunk style (ceil sizes) instead of tensor_split style":
+                               ("chunks split torch.chunk style (ceil sizes) instead of tensor_split style",
+                                "按 torch.chunk 方式（向上取整的大小）切块，而不是 tensor_split 方式"):
                                lambda: torch.chunk(total, n)[rank]})
     assert_ring_traffic(results, numel, n, phases=1, name="ring_reduce_scatter")
 
@@ -118,7 +121,8 @@ def test_ring_all_gather_orders_blocks_by_rank(impl, n, rows, seed):
     for rank, res in enumerate(results):
         arrival = torch.cat([xs[(rank - s) % n] for s in range(n)])
         assert_close(res.value, torch.cat(xs), name=f"rank {rank}'s gathered tensor",
-                     mistakes={"blocks concatenated in arrival order (own, rank-1, rank-2, ...) instead of rank order":
+                     mistakes={("blocks concatenated in arrival order (own, rank-1, rank-2, ...) instead of rank order",
+                                "按到达顺序（自己、rank-1、rank-2、……）拼接块，而不是按 rank 顺序"):
                                arrival})
     assert_ring_traffic(results, rows * 3 * n, n, phases=1, name="ring_all_gather")
 
@@ -133,7 +137,8 @@ def test_all_to_all_delivers_chunk_j_to_rank_j(impl, n, size, seed):
             raise Mismatch(f"rank {rank}: expected a list of {n} tensors, got {type(res.value).__name__}")
         for src in range(n):
             assert_close(res.value[src], chunks[src][rank], name=f"rank {rank}'s chunk from rank {src}",
-                         mistakes={"returned this rank's own chunks (nothing exchanged)": chunks[rank][src]})
+                         mistakes={("returned this rank's own chunks (nothing exchanged)",
+                                    "返回了本 rank 自己的块（没有交换）"): chunks[rank][src]})
         sent_to = sorted(d for d, _ in res.sends)
         assert sent_to == [q for q in range(n) if q != rank], \
             f"rank {rank} sent to {sent_to}; all-to-all sends one chunk to every other rank"
@@ -165,7 +170,8 @@ def test_collectives_on_real_gloo_processes(impl, gen, n):
                      mistakes=all_reduce_mistakes(xs, rank))
         assert_close(scatter[rank].value, total[slice(*b[rank])], name=f"gloo rank {rank}: reduce-scatter")
         assert_close(gather[rank].value, torch.cat(blocks), name=f"gloo rank {rank}: all-gather",
-                     mistakes={"blocks in arrival order": torch.cat([blocks[(rank - s) % n] for s in range(n)])})
+                     mistakes={("blocks in arrival order",
+                                "块按到达顺序排列"): torch.cat([blocks[(rank - s) % n] for s in range(n)])})
         for src in range(n):
             assert_close(a2a[rank].value[src], chunks[src][rank], name=f"gloo rank {rank}: all-to-all from {src}")
     assert_ring_traffic(reduce_all, numel, n, phases=2, name="gloo ring_all_reduce")
@@ -189,12 +195,14 @@ def test_bus_bandwidth_follows_nccl_tests(impl, collective, n):
     algbw = size / seconds / 1e9
     assert_close(torch.tensor([float(v) for v in got], dtype=torch.float64),
                  expected_bandwidth(collective, size, seconds, n), name=f"(algbw, busbw) of {collective}, n={n}",
-                 mistakes={"bus factor n/(n-1) instead of (n-1)/n":
+                 mistakes={("bus factor n/(n-1) instead of (n-1)/n", "总线系数用了 n/(n-1)，而不是 (n-1)/n"):
                            lambda: torch.tensor([algbw, algbw * n / (n - 1) * (2 if collective == "all_reduce" else 1)],
                                                 dtype=torch.float64),
-                           "all-reduce factor (n-1)/n (the 2 for its two phases is missing)":
+                           ("all-reduce factor (n-1)/n (the 2 for its two phases is missing)",
+                            "all-reduce 系数用了 (n-1)/n（缺了两个阶段的因子 2）"):
                            lambda: torch.tensor([algbw, algbw * (n - 1) / n], dtype=torch.float64),
-                           "bandwidth in GiB/s (2**30) instead of GB/s (1e9)":
+                           ("bandwidth in GiB/s (2**30) instead of GB/s (1e9)",
+                            "带宽单位用了 GiB/s（2**30），而不是 GB/s（1e9）"):
                            lambda: expected_bandwidth(collective, size, seconds, n) * 1e9 / 2**30})
 
 
@@ -211,5 +219,6 @@ def test_chunk_bounds_split_like_tensor_split(impl, numel, n):
     got = [tuple(int(v) for v in c) for c in got] if isinstance(got, (list, tuple)) else got
     ceil = -(-numel // n) if n else 0
     assert_equal(got, bounds(numel, n), name=f"chunk_bounds({numel}, {n})",
-                 mistakes={"torch.chunk style: every chunk ceil(numel / n), the last ones short or empty":
+                 mistakes={("torch.chunk style: every chunk ceil(numel / n), the last ones short or empty",
+                            "torch.chunk 的切法：每块 ceil(numel / n)，最后几块偏短或为空"):
                            [(min(c * ceil, numel), min((c + 1) * ceil, numel)) for c in range(n)]})

@@ -54,13 +54,16 @@ def equal_weight_combine(q, k, v, lens, scale, splits, block):
 def mistakes(q, k, v, lens, scale, splits):
     hkv = k.shape[1]
     found = {
-        "query head h read kv head h % Hkv; GQA maps it to h // (Hq // Hkv)":
+        ("query head h read kv head h % Hkv; GQA maps it to h // (Hq // Hkv)",
+         "查询头 h 读了 KV 头 h % Hkv；GQA 应映射到 h // (Hq // Hkv)"):
             lambda: attention(q, k, v, lens, scale, head_of=lambda h: h % hkv)[0],
-        "positions past seq_lens[b] were attended to": lambda: attention(q, k, v, lens, scale, ignore_lens=True)[0],
+        ("positions past seq_lens[b] were attended to",
+         "关注了超出 seq_lens[b] 的位置"): lambda: attention(q, k, v, lens, scale, ignore_lens=True)[0],
     }
     if splits:
         for block in (16, 32, 64, 128):
-            found[f"the splits were averaged with equal weights (BLOCK_N={block}); weight each by exp(lse_s - lse)"] = \
+            found[(f"the splits were averaged with equal weights (BLOCK_N={block}); weight each by exp(lse_s - lse)",
+                   f"各 split 按相同权重平均（BLOCK_N={block}）；应按 exp(lse_s - lse) 加权")] = \
                 (lambda blk: lambda: equal_weight_combine(q, k, v, lens, scale, splits, blk))(block)
     return found
 
@@ -69,8 +72,10 @@ def check(impl, q, k, v, lens, splits=None):
     scale = 1.0 / math.sqrt(q.shape[-1])
     o, lse = impl(MODULE).decode_attention(q, k, v, lens, num_splits=splits)
     want_o, want_lse = attention(q, k, v, lens, scale)
-    assert_all_written(o, name="o", diagnosis="an empty split (past the end of a short sequence) produced 0 / 0 = NaN; "
-                                             "give it output 0 and lse -inf so that its weight is 0")
+    assert_all_written(o, name="o", diagnosis=(
+        "an empty split (past the end of a short sequence) produced 0 / 0 = NaN; "
+        "give it output 0 and lse -inf so that its weight is 0",
+        "空的 split（超出短序列末尾）算出了 0 / 0 = NaN；应让它输出 0、lse 为 -inf，使其权重为 0"))
     assert_close(o, want_o, name="o", mistakes=mistakes(q, k, v, lens, scale, splits))
     assert_close(lse, want_lse, name="lse", rtol=1e-4, atol=1e-4)  # fp32 exp2/log2 over up to 70 keys
 

@@ -6,7 +6,9 @@ from infralab.testing import assert_all_written, assert_close, randn
 
 MODULE = "part03_kernels.matmul"
 UNWRITTEN = ("tiles of C were never written: the grouped order maps two programs to one tile; in the last "
-             "group use group_size_m = min(num_pid_m - first_pid_m, GROUP_M), not GROUP_M")
+             "group use group_size_m = min(num_pid_m - first_pid_m, GROUP_M), not GROUP_M",
+             "C 的部分 tile 没有被写入：分组顺序让两个 program 映射到同一个 tile；最后一组应使用 "
+             "group_size_m = min(num_pid_m - first_pid_m, GROUP_M)，而不是 GROUP_M")
 
 
 def reference(a, b):

@@ -6,7 +6,9 @@ from infralab.testing import assert_all_written, assert_close, randn
 
 MODULE = "part03_kernels.vector_add"
 UNWRITTEN = ("blocks of the output were never written: the grid was rounded down (n // BLOCK_SIZE instead of "
-             "triton.cdiv(n, BLOCK_SIZE)), or the offsets miss the block stride (pid * BLOCK_SIZE + tl.arange)")
+             "triton.cdiv(n, BLOCK_SIZE)), or the offsets miss the block stride (pid * BLOCK_SIZE + tl.arange)",
+             "输出的部分块没有被写入：grid 向下取整了（用了 n // BLOCK_SIZE 而不是 triton.cdiv(n, BLOCK_SIZE)），"
+             "或者偏移漏了块步长（pid * BLOCK_SIZE + tl.arange）")
 
 
 @pytest.mark.weight(2)

@@ -95,12 +95,19 @@ def test_failed_append_leaves_the_cache_unchanged(impl, gen):
     assert_unchanged(before, snapshot(cache, [0, 1], 3), "a failed append")
 
 
-SHORT_FORK = "copy-on-write skipped for a fork shorter than one block: the shared, partly filled last block " \
-             "(here the sequence's only block) must be copied before either sequence appends into it"
-FULL_BLOCK_COPY = "copy-on-write of a full last block: the append starts a new block anyway, so nothing is copied " \
-                  "and the full blocks stay shared"
-IGNORES_ROOM = "blocks_needed ignores the room left in the last block (counts ceil(num_tokens / block_size))"
-REFUSES_FITTING = "append refuses when blocks_needed >= free blocks (it must refuse only when blocks_needed > free)"
+SHORT_FORK = ("copy-on-write skipped for a fork shorter than one block: the shared, partly filled last block "
+              "(here the sequence's only block) must be copied before either sequence appends into it",
+              "短于一个块的 fork 跳过了写时复制：共享且未填满的最后一个块（这里是该序列唯一的块）"
+              "必须在任一序列向其追加之前复制")
+FULL_BLOCK_COPY = ("copy-on-write of a full last block: the append starts a new block anyway, so nothing is copied "
+                   "and the full blocks stay shared",
+                   "对已满的最后一个块做了写时复制：追加本来就会开新块，所以不用复制，满块保持共享")
+IGNORES_ROOM = ("blocks_needed ignores the room left in the last block (counts ceil(num_tokens / block_size))",
+                "blocks_needed 忽略了最后一个块中剩余的空间（按 ceil(num_tokens / block_size) 计算）")
+REFUSES_FITTING = ("append refuses when blocks_needed >= free blocks (it must refuse only when blocks_needed > free)",
+                   "blocks_needed >= 空闲块数时 append 就拒绝了（只应在 blocks_needed > 空闲块数时拒绝）")
+UNCOUNTED_COPY = ("blocks_needed does not count the copy of a shared, partly filled last block",
+                  "blocks_needed 没有算上共享且未填满的最后一个块的复制")
 
 
 def needed_blocks(length, t, block_size, last_block_shared):
@@ -119,8 +126,7 @@ def check_blocks_needed(cache, seq, t, block_size):
     cow = int(bool(length % block_size) and shared)
     no_copy = needed_blocks(length, t, block_size, False)
     known = [(cow + -(-t // block_size), IGNORES_ROOM),
-             (no_copy, SHORT_FORK if length < block_size else "blocks_needed does not count the copy of a "
-                                                                 "shared, partly filled last block"),
+             (no_copy, SHORT_FORK if length < block_size else UNCOUNTED_COPY),
              (int(shared) + -(-(length + t) // block_size) - len(table), FULL_BLOCK_COPY)]
     raise Mismatch(f"blocks_needed({seq}, {t}) with {length} tokens in blocks of {block_size} "
                    f"(last block {'shared' if shared else 'not shared'}): expected {want}, got {got}",

@@ -162,8 +162,10 @@ def test_acceptance_rate_and_residual_distribution(impl, gen, shape):
     p, q = spread_probs(*shape, generator=gen).float(), spread_probs(*shape, generator=gen).float()
     m = impl(MODULE)
     assert_close(m.acceptance_rate(p, q), torch.minimum(p, q).sum(-1), name="acceptance rate",
-                 mistakes={"alpha = sum max(p, q)": torch.maximum(p, q).sum(-1),
-                           "alpha = TV(p, q) instead of 1 - TV": 1 - torch.minimum(p, q).sum(-1)})
+                 mistakes={("alpha = sum max(p, q)",
+                            "alpha = sum max(p, q)（应为 sum min(p, q)）"): torch.maximum(p, q).sum(-1),
+                           ("alpha = TV(p, q) instead of 1 - TV",
+                            "alpha = TV(p, q)，而不是 1 - TV"): 1 - torch.minimum(p, q).sum(-1)})
     assert_close(m.residual_distribution(p, q), residual(p, q).float(), name="residual distribution",
                  mistakes=residual_mistakes(p, q))
     assert_close(m.residual_distribution(p, p), p, name="residual where p == q (must be p)")

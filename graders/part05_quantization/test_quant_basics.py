@@ -124,7 +124,8 @@ def test_dequantize_uses_each_columns_group(impl, out, G, gs, per_row, asym, see
     wrong_groups = (q.float() - (0 if zero is None else zero.float().repeat_interleave(gs, 1))) \
         * scale.repeat(1, gs) if G > 1 else None
     assert_close(impl(MODULE).dequantize(q, scale, zero), expected, name="dequantised weight",
-                 mistakes={"groups interleaved (column j in group j % G) instead of consecutive":
+                 mistakes={("groups interleaved (column j in group j % G) instead of consecutive",
+                            "组是交错的（第 j 列属于组 j % G），而不是连续的"):
                            lambda: wrong_groups})
 
 
@@ -143,9 +144,11 @@ def test_pack_int4_low_nibble_first_and_round_trips(impl, shape, half, seed):
     m = impl(MODULE)
     packed = m.pack_int4(codes)
     assert_equal(packed, expected, name="packed bytes",
-                 mistakes={"nibble order swapped: the first code went to the high nibble": swapped})
+                 mistakes={("nibble order swapped: the first code went to the high nibble",
+                            "4 位码字的顺序反了：第一个码字放进了高 4 位"): swapped})
     assert_equal(m.unpack_int4(expected), codes, name="unpacked codes",
-                 mistakes={"nibble order swapped: the high nibble was read as the first code":
+                 mistakes={("nibble order swapped: the high nibble was read as the first code",
+                            "4 位码字的顺序反了：把高 4 位读成了第一个码字"):
                            torch.stack((expected >> 4, expected & 0xF), -1).reshape(codes.shape)})
 
 

@@ -27,16 +27,19 @@ def advantage_mistakes(rewards, G, eps=1e-4):
     groups = rewards.view(-1, G)
     centred = (groups - groups.mean(1, keepdim=True)).reshape(-1)
     return {
-        "std taken over the whole batch instead of per group":
+        ("std taken over the whole batch instead of per group", "std 在整个 batch 上计算，而不是每组分别计算"):
             lambda: centred / (rewards.std() + eps),
-        "mean and std taken over the whole batch instead of per group":
+        ("mean and std taken over the whole batch instead of per group", "均值和 std 在整个 batch 上计算，而不是每组分别计算"):
             lambda: (rewards - rewards.mean()) / (rewards.std() + eps),
-        "biased std (divides by G instead of G - 1)":
+        ("biased std (divides by G instead of G - 1)", "有偏 std（除以 G 而不是 G - 1）"):
             lambda: centred / (groups.std(1, correction=0, keepdim=True).expand_as(groups).reshape(-1) + eps),
-        "eps added to the variance (sqrt(var + eps)) instead of to the std":
+        ("eps added to the variance (sqrt(var + eps)) instead of to the std",
+         "eps 加在方差上（sqrt(var + eps)），而不是 std 上"):
             lambda: centred / (groups.var(1, keepdim=True) + eps).sqrt().expand_as(groups).reshape(-1),
-        "not divided by the std (Dr. GRPO) where scale=True was asked": lambda: centred,
-        "groups taken as strided rows (i, i + B/G, ...) instead of consecutive rows":
+        ("not divided by the std (Dr. GRPO) where scale=True was asked",
+         "要求 scale=True 时却没有除以 std（那是 Dr. GRPO）"): lambda: centred,
+        ("groups taken as strided rows (i, i + B/G, ...) instead of consecutive rows",
+         "组取成了跨步的行（i, i + B/G, ...），而不是连续的行"):
             lambda: reference_advantages(rewards.view(G, -1).T.reshape(-1), G).view(-1, G).T.reshape(-1),
     }
 
@@ -93,9 +96,11 @@ def test_bad_group_size_raises_value_error(impl, B, G):
 def kl_mistakes(logps, ref):
     d = ref - logps
     return {
-        "k1 estimator (logp - ref) instead of k3": lambda: logps - ref,
-        "k2 estimator ((logp - ref)**2 / 2) instead of k3": lambda: 0.5 * d ** 2,
-        "k3 with the log-ratio reversed: exp(logp - ref) - (logp - ref) - 1": lambda: torch.exp(-d) + d - 1,
+        ("k1 estimator (logp - ref) instead of k3", "用了 k1 估计量（logp - ref），而不是 k3"): lambda: logps - ref,
+        ("k2 estimator ((logp - ref)**2 / 2) instead of k3",
+         "用了 k2 估计量（(logp - ref)**2 / 2），而不是 k3"): lambda: 0.5 * d ** 2,
+        ("k3 with the log-ratio reversed: exp(logp - ref) - (logp - ref) - 1",
+         "k3 的对数比方向反了：exp(logp - ref) - (logp - ref) - 1"): lambda: torch.exp(-d) + d - 1,
     }
 
 
@@ -141,15 +146,17 @@ def per_token_mistakes(logps, old, adv, ref, beta, eps_low, eps_high):
     d = (ref - logps) if ref is not None else torch.zeros_like(logps)
     k3 = beta * (d.exp() - d - 1)
     return {
-        "clip without the min: -clip(ratio) * A": lambda: -clipped * a + k3,
-        "max instead of min (the optimistic side)": lambda: -torch.max(ratio * a, clipped * a) + k3,
-        "no clipping at all: -ratio * A": lambda: -ratio * a + k3,
-        "ratio taken against the reference instead of the old policy":
+        ("clip without the min: -clip(ratio) * A", "只做了 clip 没有取 min：-clip(ratio) * A"): lambda: -clipped * a + k3,
+        ("max instead of min (the optimistic side)",
+         "取了 max 而不是 min（乐观的一侧）"): lambda: -torch.max(ratio * a, clipped * a) + k3,
+        ("no clipping at all: -ratio * A", "完全没有 clip：-ratio * A"): lambda: -ratio * a + k3,
+        ("ratio taken against the reference instead of the old policy", "ratio 相对参考模型计算，而不是相对旧策略"):
             lambda: -torch.min(torch.exp(logps - ref) * a, torch.clamp(torch.exp(logps - ref), 1 - eps_low, 1 + eh) * a) + k3,
-        "eps_high ignored (symmetric clip at eps_low)":
+        ("eps_high ignored (symmetric clip at eps_low)", "忽略了 eps_high（按 eps_low 对称 clip）"):
             lambda: -torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_low) * a) + k3,
-        "KL term subtracted instead of added": lambda: -torch.min(ratio * a, clipped * a) - k3,
-        "KL term k1 instead of k3": lambda: -torch.min(ratio * a, clipped * a) + beta * (logps - (ref if ref is not None else logps)),
+        ("KL term subtracted instead of added", "KL 项被减去而不是加上"): lambda: -torch.min(ratio * a, clipped * a) - k3,
+        ("KL term k1 instead of k3",
+         "KL 项用了 k1 而不是 k3"): lambda: -torch.min(ratio * a, clipped * a) + beta * (logps - (ref if ref is not None else logps)),
     }
 
 
@@ -222,13 +229,17 @@ def aggregate_mistakes(loss, mask, max_len):
     m = mask.float()
     masked = loss * m
     return {
-        "padding counted: divided by B * T instead of the number of real tokens": lambda: masked.sum() / m.numel(),
-        "padding losses included in the sum (mask not applied)": lambda: loss.sum() / m.sum(),
-        "sequence mean where token mean was asked (or the reverse)":
+        ("padding counted: divided by B * T instead of the number of real tokens",
+         "算上了 padding：除以 B * T 而不是真实 token 数"): lambda: masked.sum() / m.numel(),
+        ("padding losses included in the sum (mask not applied)",
+         "求和时包含了 padding 的损失（没有应用掩码）"): lambda: loss.sum() / m.sum(),
+        ("sequence mean where token mean was asked (or the reverse)", "要求 token 平均却用了序列平均（或相反）"):
             lambda: (masked.sum(-1) / m.sum(-1).clamp(min=1)).mean(),
-        "token mean where sequence mean was asked": lambda: masked.sum() / m.sum(),
-        "constant normaliser max_len only (not B * max_len)": lambda: masked.sum() / max_len,
-        "constant normaliser B * T instead of B * max_len": lambda: masked.sum() / m.numel(),
+        ("token mean where sequence mean was asked", "要求序列平均却用了 token 平均"): lambda: masked.sum() / m.sum(),
+        ("constant normaliser max_len only (not B * max_len)",
+         "常数归一化因子只用了 max_len（不是 B * max_len）"): lambda: masked.sum() / max_len,
+        ("constant normaliser B * T instead of B * max_len",
+         "常数归一化因子用了 B * T，而不是 B * max_len"): lambda: masked.sum() / m.numel(),
     }
 
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, assert_equal, randn, tolerance
+from infralab.testing import Mismatch, assert_close, assert_equal, randn, tolerance
 
 MODULE = "part06_post_training.lora"
 
@@ -20,7 +20,8 @@ def test_init_draws_a_uniform_with_the_kaiming_bound_and_b_zero(impl, seed, shap
     fan_in, out, r = shape
     A, B = impl(MODULE).init_lora(fan_in, out, r, seed)
     assert_equal(B, torch.zeros(out, r), name="B at init", mistakes={
-        "B initialised at random (the adapted model no longer starts equal to the base)": B})
+        ("B initialised at random (the adapted model no longer starts equal to the base)",
+         "B 随机初始化（适配后的模型一开始就不等于基座模型）"): B})
     assert tuple(A.shape) == (r, fan_in) and A.dtype == torch.float32, f"A must be ({r}, {fan_in}) float32"
     bound = 1.0 / math.sqrt(fan_in)
     assert float(A.abs().max()) <= bound * (1 + 1e-6), (
@@ -46,10 +47,12 @@ def test_init_is_repeatable_from_its_seed(impl, seed):
                                                  (16, 16, True, 4.0), (8, 64, True, 1.0), (1, 1, True, 1.0)])
 def test_scaling_table(impl, alpha, r, rs, expected):
     got = impl(MODULE).lora_scaling(alpha, r, use_rslora=rs)
-    hint = {alpha: "alpha instead of alpha / r", alpha / r: "alpha / r with rsLoRA (should be alpha / sqrt(r))",
-            alpha / math.sqrt(r): "alpha / sqrt(r) without rsLoRA (should be alpha / r)"}.get(got, "")
-    assert math.isclose(float(got), expected, rel_tol=1e-9), \
-        f"lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}" + (f"; this looks like: {hint}" if hint else "")
+    hint = {alpha: ("alpha instead of alpha / r", "用了 alpha 而不是 alpha / r"),
+            alpha / r: ("alpha / r with rsLoRA (should be alpha / sqrt(r))", "rsLoRA 下用了 alpha / r（应为 alpha / sqrt(r)）"),
+            alpha / math.sqrt(r): ("alpha / sqrt(r) without rsLoRA (should be alpha / r)",
+                                   "不用 rsLoRA 时用了 alpha / sqrt(r)（应为 alpha / r）")}.get(got)
+    if not math.isclose(float(got), expected, rel_tol=1e-9):
+        raise Mismatch(f"lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}", hint)
 
 
 # ---- forward, merge, unmerge -------------------------------------------------------------------
@@ -58,10 +61,10 @@ def forward_mistakes(x, W, b, A, B, s):
     base = F.linear(x, W, b)
     low = F.linear(F.linear(x, A), B)
     return {
-        "scaling left out of the low-rank path": lambda: base + low,
-        "scaling applied to the whole output": lambda: s * (base + low),
-        "bias left out": lambda: F.linear(x, W) + s * low,
-        "low-rank path forgotten": lambda: base,
+        ("scaling left out of the low-rank path", "低秩路径漏了 scaling"): lambda: base + low,
+        ("scaling applied to the whole output", "scaling 作用在了整个输出上"): lambda: s * (base + low),
+        ("bias left out", "漏了 bias"): lambda: F.linear(x, W) + s * low,
+        ("low-rank path forgotten", "忘了低秩路径"): lambda: base,
     }
 
 
@@ -86,9 +89,10 @@ def test_lora_forward_matches_the_formula(impl, lead, io, r, bias, seed):
 
 
 def merge_mistakes(W, A, B, s):
-    return {"merge forgot the scaling (W + B A)": lambda: W + B @ A,
-            "merge used A B^T-like transposes (W + s * (A^T B^T)^T)": lambda: W + s * (A.T @ B.T).T,
-            "merge subtracted the update": lambda: W - s * B @ A}
+    return {("merge forgot the scaling (W + B A)", "merge 忘了 scaling（W + B A）"): lambda: W + B @ A,
+            ("merge used A B^T-like transposes (W + s * (A^T B^T)^T)",
+             "merge 用了类似 A B^T 的转置（W + s * (A^T B^T)^T）"): lambda: W + s * (A.T @ B.T).T,
+            ("merge subtracted the update", "merge 减去了增量"): lambda: W - s * B @ A}
 
 
 @pytest.mark.weight(2)
@@ -112,7 +116,8 @@ def test_merged_weight_serves_the_same_outputs(impl, io, r, alpha, rs, seed):
                  rtol=rtol, atol=atol * max(1.0, size))
     assert_close(m.unmerge(merged, A, B, s), W, name="unmerge(merge(W))", rtol=rtol,
                  atol=atol * max(1.0, float(update.max())), mistakes={
-        "unmerge forgot the scaling": lambda: merged - B @ A, "unmerge added the update": lambda: merged + s * B @ A})
+        ("unmerge forgot the scaling", "unmerge 忘了 scaling"): lambda: merged - B @ A,
+        ("unmerge added the update", "unmerge 加上了增量"): lambda: merged + s * B @ A})
 
 
 def test_merge_and_unmerge_leave_their_inputs_untouched(impl, gen):
@@ -142,11 +147,14 @@ def multi_mistakes(x, W, b, As, Bs, scalings, ids):
     def with_ids(new_ids, new_scalings=scalings):
         return lambda: multi_reference(x, W, b, As, Bs, new_scalings, new_ids)
     return {
-        "id -1 taken as the last adapter (Python negative indexing) instead of the base":
+        ("id -1 taken as the last adapter (Python negative indexing) instead of the base",
+         "id -1 被当成最后一个 adapter（Python 负索引），而不是基座模型"):
             with_ids(torch.where(ids < 0, torch.full_like(ids, As.shape[0] - 1), ids)),
-        "every row used adapter 0": with_ids(torch.zeros_like(ids)),
-        "every row used the first row's adapter": with_ids(torch.full_like(ids, int(ids[0]))),
-        "every adapter used adapter 0's scaling": with_ids(ids, scalings[:1].expand_as(scalings)),
+        ("every row used adapter 0", "每一行都用了 adapter 0"): with_ids(torch.zeros_like(ids)),
+        ("every row used the first row's adapter",
+         "每一行都用了第一行的 adapter"): with_ids(torch.full_like(ids, int(ids[0]))),
+        ("every adapter used adapter 0's scaling",
+         "每个 adapter 都用了 adapter 0 的 scaling"): with_ids(ids, scalings[:1].expand_as(scalings)),
     }
 
 
@@ -189,7 +197,8 @@ def check_nf4_codes(w, codes, absmax, block_size):
     expected_absmax = blocks.abs().amax(1)
     global_absmax = torch.full_like(expected_absmax, float(w.abs().max()))
     assert_close(absmax, expected_absmax.float(), name="block absmax", mistakes={
-        "one absmax for the whole tensor instead of per block": global_absmax.float()})
+        ("one absmax for the whole tensor instead of per block",
+         "整个张量只用一个 absmax，而不是每块一个"): global_absmax.float()})
     assert tuple(codes.shape) == (w.numel(),) and codes.dtype == torch.uint8, \
         f"codes must be ({w.numel()},) uint8, got {tuple(codes.shape)} {codes.dtype}"
     assert int(codes.max()) < 16, "codes must lie in [0, 16)"
@@ -237,7 +246,8 @@ def test_nf4_dequantize_inverts_the_table_lookup(impl, shape, block, seed):
     got = m.nf4_dequantize(codes, absmax, shape, block_size=block)
     expected = (NF4[codes.long()].view(-1, block) * absmax.double().unsqueeze(1)).reshape(shape)
     assert_close(got, expected.float(), name="dequantised weight", mistakes={
-        "codes taken as offsets from 8 (symmetric int4) instead of table indices":
+        ("codes taken as offsets from 8 (symmetric int4) instead of table indices",
+         "码字被当成相对 8 的偏移（对称 int4），而不是查找表索引"):
             lambda: ((codes.float() - 8) / 7).view(-1, block).mul(absmax.unsqueeze(1)).reshape(shape)})
     # the worst case is half the widest gap between neighbouring levels (between -1 and -0.696)
     bound = (0.5 * (NF4[1] - NF4[0]) * absmax.double()).repeat_interleave(block).reshape(shape)

@@ -49,14 +49,18 @@ def gae_mistakes(rewards, values, dones, last_value, gamma, lam, normalize=False
         return (a - a.mean()) / (a.std() + 1e-8) if normalize else a
     raw = recursion()
     return {
-        "GAE recursion not reset at done (the carry crosses the episode boundary)":
+        ("GAE recursion not reset at done (the carry crosses the episode boundary)",
+         "GAE 递推在 done 处没有重置（累积值跨越了回合边界）"):
             lambda: w(recursion(reset=False)),
-        "value bootstrapped across done (next value not masked)": lambda: w(recursion(bootstrap_mask=False)),
-        "dones ignored entirely": lambda: w(recursion(reset=False, bootstrap_mask=False)),
-        "lambda left out of the recursion (gamma only)": lambda: w(recursion(lam_=1.0)),
-        "advantages normalised before computing returns (returns = whitened A + V)":
+        ("value bootstrapped across done (next value not masked)",
+         "价值跨越 done 做了自举（下一步的价值没有被掩掉）"): lambda: w(recursion(bootstrap_mask=False)),
+        ("dones ignored entirely", "完全忽略了 dones"): lambda: w(recursion(reset=False, bootstrap_mask=False)),
+        ("lambda left out of the recursion (gamma only)",
+         "递推中漏了 lambda（只用了 gamma）"): lambda: w(recursion(lam_=1.0)),
+        ("advantages normalised before computing returns (returns = whitened A + V)",
+         "在计算回报之前就归一化了优势（回报 = 白化后的 A + V）"):
             lambda: w(raw) + values,
-        "returns taken as the advantages (V not added)": lambda: raw,
+        ("returns taken as the advantages (V not added)", "把优势当成了回报（没有加 V）"): lambda: raw,
     }
 
 
@@ -148,11 +152,11 @@ def test_whiten_over_masked_elements(impl, N, T, seed):
     rtol, atol = tolerance(torch.float32)
     widen = max(1.0, float(vals.abs().max() / (vals.std() + 1e-8)))
     assert_close(got, expected.float(), name="whitened values", rtol=rtol * widen, atol=atol * widen, mistakes={
-        "statistics over every element, padding included":
+        ("statistics over every element, padding included", "统计量在所有元素上计算，包含了 padding"):
             lambda: torch.where(mask, (x - x.mean()) / (x.std() + 1e-8), torch.zeros_like(x)),
-        "biased std (divides by n, not n - 1)":
+        ("biased std (divides by n, not n - 1)", "有偏 std（除以 n，而不是 n - 1）"):
             lambda: torch.where(mask, (x - x[mask].mean()) / (x[mask].std(correction=0) + 1e-8), torch.zeros_like(x)),
-        "masked-out elements not set to 0":
+        ("masked-out elements not set to 0", "被掩掉的元素没有置 0"):
             lambda: (x - x[mask].mean()) / (x[mask].std() + 1e-8)})
 
 
@@ -167,13 +171,15 @@ def reference_value_loss(values, old, returns, c):
 def value_mistakes(values, old, returns, c):
     clipped = old + torch.clamp(values - old, -c, c)
     return {
-        "value clipping centred on the new value (clip(old, V - c, V + c))":
+        ("value clipping centred on the new value (clip(old, V - c, V + c))",
+         "价值裁剪以新价值为中心（clip(old, V - c, V + c)）"):
             lambda: 0.5 * torch.max((values - returns) ** 2, (torch.clamp(old, values - c, values + c) - returns) ** 2),
-        "min instead of max of the clipped and unclipped errors":
+        ("min instead of max of the clipped and unclipped errors", "对裁剪和未裁剪的误差取了 min 而不是 max"):
             lambda: 0.5 * torch.min((values - returns) ** 2, (clipped - returns) ** 2),
-        "no value clipping": lambda: 0.5 * (values - returns) ** 2,
-        "the 0.5 factor left out": lambda: torch.max((values - returns) ** 2, (clipped - returns) ** 2),
-        "only the clipped error": lambda: 0.5 * (clipped - returns) ** 2,
+        ("no value clipping", "没有价值裁剪"): lambda: 0.5 * (values - returns) ** 2,
+        ("the 0.5 factor left out",
+         "漏了系数 0.5"): lambda: torch.max((values - returns) ** 2, (clipped - returns) ** 2),
+        ("only the clipped error", "只用了裁剪后的误差"): lambda: 0.5 * (clipped - returns) ** 2,
     }
 
 
@@ -193,10 +199,10 @@ def policy_mistakes(logps, old, adv, c):
     ratio = torch.exp(logps - old)
     clipped = torch.clamp(ratio, 1 - c, 1 + c)
     return {
-        "clip without the min: -clip(ratio) * A": lambda: -clipped * adv,
-        "max instead of min": lambda: -torch.max(ratio * adv, clipped * adv),
-        "no clipping: -ratio * A": lambda: -ratio * adv,
-        "ratio inverted: exp(old - new)":
+        ("clip without the min: -clip(ratio) * A", "只做了 clip 没有取 min：-clip(ratio) * A"): lambda: -clipped * adv,
+        ("max instead of min", "取了 max 而不是 min"): lambda: -torch.max(ratio * adv, clipped * adv),
+        ("no clipping: -ratio * A", "没有 clip：-ratio * A"): lambda: -ratio * adv,
+        ("ratio inverted: exp(old - new)", "ratio 取反了：exp(old - new)"):
             lambda: -torch.min(torch.exp(old - logps) * adv, torch.clamp(torch.exp(old - logps), 1 - c, 1 + c) * adv),
     }
 
@@ -224,15 +230,17 @@ def test_entropy_matches_the_distribution(impl, shape, dtype, seed):
     expected = -(p * p.log()).sum(-1)
     got = impl(MODULE).entropy_from_logits(logits)
     assert_close(got, expected.float(), name="entropy", reduction=shape[-1], mistakes={
-        "sum of p * log p without the minus sign": lambda: -expected.float(),
-        "entropy in the logits' dtype (not fp32)": lambda: torch.distributions.Categorical(logits=logits).entropy()})
+        ("sum of p * log p without the minus sign", "p * log p 求和时漏了负号"): lambda: -expected.float(),
+        ("entropy in the logits' dtype (not fp32)",
+         "熵用 logit 的 dtype 计算（不是 fp32）"): lambda: torch.distributions.Categorical(logits=logits).entropy()})
 
 
 def test_entropy_is_finite_for_very_confident_logits(impl):
     logits = torch.tensor([[1000.0, 0.0, -1000.0]])
     got = impl(MODULE).entropy_from_logits(logits)
     assert_close(got, torch.tensor([0.0]), name="entropy of a one-hot distribution",
-                 mistakes={"log(softmax(x)) instead of log_softmax: 0 * log 0 = NaN": torch.tensor([math.nan])})
+                 mistakes={("log(softmax(x)) instead of log_softmax: 0 * log 0 = NaN",
+                            "用了 log(softmax(x)) 而不是 log_softmax：0 * log 0 = NaN"): torch.tensor([math.nan])})
 
 
 @pytest.mark.weight(3)
@@ -257,12 +265,13 @@ def test_ppo_loss_combines_the_three_token_means(impl, N, T, seed):
     assert isinstance(got, tuple) and len(got) == 4, "ppo_loss returns (total, policy_loss, value_loss, entropy)"
     total, g_pg, g_vf, g_ent = got
     assert_close(g_pg, pg.float(), name="policy loss (token mean)", mistakes={
-        "padding tokens counted": lambda: (-torch.min(ratio * adv.double(), ratio.clamp(0.8, 1.2) * adv.double())).mean().float()})
+        ("padding tokens counted",
+         "算上了 padding token"): lambda: (-torch.min(ratio * adv.double(), ratio.clamp(0.8, 1.2) * adv.double())).mean().float()})
     assert_close(g_vf, vf.float(), name="value loss (token mean)")
     assert_close(g_ent, em.float(), name="mean entropy")
     assert_close(total, (pg + 0.5 * vf - 0.05 * em).float(), name="total PPO loss", mistakes={
-        "entropy bonus added instead of subtracted": lambda: (pg + 0.5 * vf + 0.05 * em).float(),
-        "value loss not weighted by vf_coef": lambda: (pg + vf - 0.05 * em).float()})
+        ("entropy bonus added instead of subtracted", "熵奖励被加上而不是减去"): lambda: (pg + 0.5 * vf + 0.05 * em).float(),
+        ("value loss not weighted by vf_coef", "价值损失没有乘以 vf_coef"): lambda: (pg + vf - 0.05 * em).float()})
 
 
 def test_defaults_are_the_documented_ones(impl, gen):

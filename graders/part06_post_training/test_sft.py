@@ -42,11 +42,15 @@ def label_mistakes(ids, mask):
     ids = ids.long()
     masked = torch.where(mask.bool(), ids, torch.full_like(ids, IGNORE))
     return {
-        "loss on the prompt tokens too: labels = input_ids everywhere": lambda: ids.clone(),
-        "mask inverted: the prompt labelled, the answer ignored": lambda: torch.where(mask.bool(), torch.full_like(ids, IGNORE), ids),
-        "labels shifted in the labelling step (the loss shifts again: shifted twice)":
+        ("loss on the prompt tokens too: labels = input_ids everywhere",
+         "prompt token 也算了损失：labels 处处等于 input_ids"): lambda: ids.clone(),
+        ("mask inverted: the prompt labelled, the answer ignored",
+         "掩码取反了：prompt 有标签，回答被忽略"): lambda: torch.where(mask.bool(), torch.full_like(ids, IGNORE), ids),
+        ("labels shifted in the labelling step (the loss shifts again: shifted twice)",
+         "在打标签时就移位了（损失还会再移一次：移了两次）"):
             lambda: torch.cat([masked[..., 1:], torch.full_like(masked[..., :1], IGNORE)], dim=-1),
-        "ignored positions set to 0 instead of -100": lambda: torch.where(mask.bool(), ids, torch.zeros_like(ids)),
+        ("ignored positions set to 0 instead of -100",
+         "被忽略的位置设成了 0 而不是 -100"): lambda: torch.where(mask.bool(), ids, torch.zeros_like(ids)),
     }
 
 
@@ -85,10 +89,12 @@ def reference_pack(ids, labels):
 def pack_mistakes(ids, labels):
     _, _, e_pos, e_seg = reference_pack(ids, labels)
     return {
-        "position ids not restarting per packed example (0 .. T-1 over the whole row)":
+        ("position ids not restarting per packed example (0 .. T-1 over the whole row)",
+         "position id 没有在每个打包样本处重新开始（整行 0 .. T-1）"):
             lambda: torch.arange(e_pos.numel()),
-        "first label of each example not ignored": lambda: torch.cat([lab.long() for lab in labels]),
-        "segment ids starting at 1": lambda: e_seg + 1,
+        ("first label of each example not ignored",
+         "每个样本的第一个标签没有被忽略"): lambda: torch.cat([lab.long() for lab in labels]),
+        ("segment ids starting at 1", "segment id 从 1 开始"): lambda: e_seg + 1,
     }
 
 
@@ -133,10 +139,12 @@ def mask_mistakes(segments):
     causal = torch.ones(T, T, dtype=torch.bool).tril().expand(*segments.shape[:-1], T, T)
     same = segments.unsqueeze(-1) == segments.unsqueeze(-2)
     return {
-        "plain causal mask: packed segments attend to each other": lambda: causal.clone(),
-        "block-diagonal but not causal (a token sees later tokens of its example)": lambda: same,
-        "strictly causal (j < i): a token does not see itself": lambda: same & causal & ~torch.eye(T, dtype=torch.bool),
-        "transposed (j >= i)": lambda: same & causal.transpose(-1, -2),
+        ("plain causal mask: packed segments attend to each other", "普通因果掩码：打包的各段互相关注"): lambda: causal.clone(),
+        ("block-diagonal but not causal (a token sees later tokens of its example)",
+         "块对角但不是因果的（token 能看到本样本后面的 token）"): lambda: same,
+        ("strictly causal (j < i): a token does not see itself",
+         "严格因果（j < i）：token 看不到自己"): lambda: same & causal & ~torch.eye(T, dtype=torch.bool),
+        ("transposed (j >= i)", "转置了（j >= i）"): lambda: same & causal.transpose(-1, -2),
     }
 
 
@@ -191,12 +199,18 @@ def loss_mistakes(logits, labels, segments=None):
     unshifted, m0 = nll(lf, labels)
     twice, m2 = nll(lf[:, :-2], labels[:, 2:]) if labels.shape[1] > 2 else (shifted, m1)
     return {
-        "labels not shifted: logits at t scored against labels at t": lambda: unshifted.sum() / m0.sum().clamp(min=1),
-        "labels shifted twice (t scored against t + 2)": lambda: twice.sum() / m2.sum().clamp(min=1),
-        "sequence mean computed as the token mean": lambda: shifted.sum() / m1.sum().clamp(min=1),
-        "token mean computed as the sequence mean": lambda: reference_loss(logits, labels, "sequence_mean", segments),
-        "ignored (-100) positions counted in the denominator": lambda: shifted.sum() / shifted.numel(),
-        "-100 labels scored as token 0 instead of ignored": lambda: reference_loss(
+        ("labels not shifted: logits at t scored against labels at t",
+         "标签没有移位：位置 t 的 logit 对位置 t 的标签算分"): lambda: unshifted.sum() / m0.sum().clamp(min=1),
+        ("labels shifted twice (t scored against t + 2)",
+         "标签移位了两次（t 对 t + 2 算分）"): lambda: twice.sum() / m2.sum().clamp(min=1),
+        ("sequence mean computed as the token mean",
+         "序列平均被算成了 token 平均"): lambda: shifted.sum() / m1.sum().clamp(min=1),
+        ("token mean computed as the sequence mean",
+         "token 平均被算成了序列平均"): lambda: reference_loss(logits, labels, "sequence_mean", segments),
+        ("ignored (-100) positions counted in the denominator",
+         "被忽略（-100）的位置算进了分母"): lambda: shifted.sum() / shifted.numel(),
+        ("-100 labels scored as token 0 instead of ignored",
+         "-100 标签被当成 token 0 算分，而不是被忽略"): lambda: reference_loss(
             logits, torch.where(labels == IGNORE, torch.zeros_like(labels), labels), "token_mean"),
     }
 

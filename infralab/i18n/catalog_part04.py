@@ -52,6 +52,67 @@ MESSAGES = {
         "{where}: {what} is {got}, expected {expected} (the hand-derived trace in the test's docstring)",
         "{where}：{what} 为 {got}，应为 {expected}（见测试文档字符串中手工推导的轨迹）",
     ),
+    # the visible tests of scheduler
+    "part04.sched_chunk_first": (
+        "tokens 0..3 of the prompt first",
+        "先调度 prompt 的第 0..3 个 token",
+    ),
+    "part04.sched_chunk_next": (
+        "then tokens 4..7",
+        "然后是第 4..7 个 token",
+    ),
+    "part04.sched_chunk_last": (
+        "then the last 2: a chunk smaller than the budget",
+        "然后是最后 2 个：一个小于预算的分块",
+    ),
+    "part04.sched_chunk_samples": (
+        "the last chunk samples the first new token",
+        "最后一个分块采样出第一个新 token",
+    ),
+    "part04.sched_then_decode": (
+        "then one decode token",
+        "然后是一个 decode token",
+    ),
+    "part04.sched_two_new_finish": (
+        "2 new tokens: finished",
+        "已生成 2 个新 token：结束",
+    ),
+    "part04.sched_fcfs_chunked": (
+        "FCFS; B's prompt is chunked to fit the budget",
+        "先来先服务；B 的 prompt 被分块以放进预算",
+    ),
+    "part04.sched_decode_first": (
+        "A's decode token comes first (not C's waiting prompt), got {step}",
+        "A 的 decode token 排在最前（而不是 C 等待中的 prompt），实际为 {step}",
+    ),
+    "part04.sched_no_budget_left": (
+        "then B's remaining prompt chunk; no budget is left for C, got {step}",
+        "然后是 B 剩余的 prompt 分块；没有预算留给 C，实际为 {step}",
+    ),
+    "part04.sched_newest_preempted": (
+        "the newest running sequence (1) gives its blocks back, got {step}",
+        "最新运行的序列（1）交还它的块，实际为 {step}",
+    ),
+    "part04.sched_no_admit_on_preempt": (
+        "A decodes; nothing is admitted in a step that preempted",
+        "A 做 decode；发生抢占的那一步不接纳新序列",
+    ),
+    "part04.sched_preempted_front": (
+        "the preempted sequence goes to the front of the waiting queue",
+        "被抢占的序列回到等待队列的最前面",
+    ),
+    "part04.sched_recompute_drops": (
+        "recompute: its K/V is dropped",
+        "重计算：它的 K/V 被丢弃",
+    ),
+    "part04.sched_keeps_generated": (
+        "its generated token is kept",
+        "它已生成的 token 被保留",
+    ),
+    "part04.sched_eos_finishes": (
+        "an end-of-sequence token finishes it early",
+        "序列结束 token 让它提前结束",
+    ),
     # prefix_cache
     "part04.prefix_trace": (
         "{where}: {what} is {got}, expected {expected}",
@@ -60,5 +121,44 @@ MESSAGES = {
     "part04.prefix_differs": (
         "{what} is {got}, expected {expected} (a brute-force model of the rules). Operations so far: {ops}",
         "{what} 为 {got}，应为 {expected}（按规则逐一检查的暴力模型）。到此为止的操作：{ops}",
+    ),
+    # the visible tests of prefix_cache
+    "part04.prefix_shared": (
+        "[1, 2] and [1, 2, 3, 4] are cached: the second prompt shares them ({a} vs {b})",
+        "[1, 2] 和 [1, 2, 3, 4] 已缓存：第二个 prompt 共享这些块（{a} 对 {b}）",
+    ),
+    "part04.prefix_third_differs": (
+        "the third blocks hold different tokens",
+        "两者的第三个块装的 token 不同",
+    ),
+    "part04.prefix_full_only": (
+        "cached: [1,2], [1,2,3,4], [1,2,3,4,9,9]; a partly filled block never",
+        "已缓存：[1,2]、[1,2,3,4]、[1,2,3,4,9,9]；未填满的块从不缓存",
+    ),
+    "part04.prefix_whole_key": (
+        "block [3, 4] after [1, 2] is not a block [3, 4] at the start, or after [9, 9]: K/V depends on every "
+        "earlier token, so the key is the whole prefix",
+        "[1, 2] 之后的块 [3, 4] 不同于开头的块 [3, 4]，也不同于 [9, 9] 之后的块 [3, 4]："
+        "K/V 取决于之前的每个 token，所以键是整个前缀",
+    ),
+    "part04.prefix_all_free": (
+        "every block can be allocated again",
+        "每个块都可以再次分配",
+    ),
+    "part04.prefix_freed_cached": (
+        "but the full blocks are still cached: freeing does not forget",
+        "但满的块仍在缓存中：释放并不会遗忘",
+    ),
+    "part04.prefix_evict_lru": (
+        "no unused block: evict the LRU one, A's last block (released first)",
+        "没有未用过的块：驱逐 LRU 的块，即 A 的最后一个块（最先释放）",
+    ),
+    "part04.prefix_unused_first": (
+        "one block was never used: take it, keep the cache",
+        "有一个块从未用过：用它，保留缓存",
+    ),
+    "part04.prefix_hit_evicted": (
+        "got {table}: the hit block was evicted for the same request",
+        "得到 {table}：命中的块被同一个请求驱逐了",
     ),
 }

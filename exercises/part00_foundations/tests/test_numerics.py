@@ -27,9 +27,10 @@ def test_bf16_bits_round_ties_to_even(impl):
     # 0x3F81_8000 lies between 0x3F81 and 0x3F82: again the even one (0x3F82)
     got = impl(MODULE).bf16_bits(patterns(0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF))
     assert_equal(got, torch.tensor([0x3F80, 0x3F82, 0x3F81, 0x3F80], dtype=torch.int32), name="bf16 bits at ties",
-                 mistakes={"ties rounded up (away from zero) instead of to even":
+                 mistakes={("ties rounded up (away from zero) instead of to even", "中点值向上舍入（远离零），而不是舍入到偶数"):
                            torch.tensor([0x3F81, 0x3F82, 0x3F81, 0x3F80], dtype=torch.int32),
-                           "truncation (round toward zero) instead of round-to-nearest-even":
+                           ("truncation (round toward zero) instead of round-to-nearest-even",
+                            "截断（向零舍入），而不是就近舍入到偶数"):
                            torch.tensor([0x3F80, 0x3F81, 0x3F80, 0x3F80], dtype=torch.int32)})
 
 
@@ -61,7 +62,8 @@ def test_format_range_matches_torch_finfo(impl, layout, dtype):
     info = torch.finfo(dtype)
     assert_equal({k: got[k] for k in ("max", "min_normal", "eps")},
                  {"max": info.max, "min_normal": info.tiny, "eps": info.eps}, name=f"range of {dtype}",
-                 mistakes={"e4m3fn treated as IEEE (top exponent reserved): max 240 instead of 448":
+                 mistakes={("e4m3fn treated as IEEE (top exponent reserved): max 240 instead of 448",
+                            "把 e4m3fn 当成 IEEE 格式（保留最高指数）：最大值 240 而不是 448"):
                            {"max": 240.0, "min_normal": info.tiny, "eps": info.eps}})
     assert_equal(got["min_subnormal"], info.tiny * info.eps, name=f"smallest subnormal of {dtype}")
 
@@ -80,13 +82,15 @@ def test_fp8_round_saturates_instead_of_overflowing(impl):
     nan, inf = float("nan"), float("inf")
     assert_close(impl(MODULE).fp8_round(x, "e5m2"), torch.tensor([1024.0, -512.0, 57344.0, 57344.0, -57344.0]),
                  rtol=0, atol=0, name="e5m2 saturation",
-                 mistakes={"overflow not saturated: a plain cast gives inf for e5m2":
+                 mistakes={("overflow not saturated: a plain cast gives inf for e5m2", "溢出没有饱和：直接转换时 e5m2 得到 inf"):
                            torch.tensor([1024.0, -512.0, inf, inf, -inf])})
     assert_close(impl(MODULE).fp8_round(x, "e4m3"), torch.tensor([448.0, -448.0, 448.0, 448.0, -448.0]),
                  rtol=0, atol=0, name="e4m3 saturation",
-                 mistakes={"overflow not saturated: a plain cast gives NaN for e4m3 (before torch 2.13)":
+                 mistakes={("overflow not saturated: a plain cast gives NaN for e4m3 (before torch 2.13)",
+                            "溢出没有饱和：直接转换时 e4m3 得到 NaN（torch 2.13 之前）"):
                            torch.tensor([nan, nan, nan, nan, nan]),
-                           "e4m3fn treated as IEEE: saturated at 240 instead of 448":
+                           ("e4m3fn treated as IEEE: saturated at 240 instead of 448",
+                            "把 e4m3fn 当成 IEEE 格式：饱和到 240 而不是 448"):
                            torch.tensor([240.0, -240.0, 240.0, 240.0, -240.0])})
 
 

@@ -41,7 +41,7 @@ def test_decoding_one_token_sees_every_cached_key(impl):
     """One query after 4 cached keys (bottom-right causal): all 5 keys are visible."""
     mask = impl(MODULE).attention_mask(1, 5, causal=True)
     assert_equal(mask, torch.ones(1, 1, 1, 5, dtype=torch.bool), name="decode mask",
-                 mistakes={"causal mask aligned top-left instead of bottom-right":
+                 mistakes={("causal mask aligned top-left instead of bottom-right", "因果掩码按左上角对齐，而不是右下角"):
                            torch.tensor([[[[True, False, False, False, False]]]])})
 
 
@@ -52,7 +52,8 @@ def test_sliding_window_of_three_covers_the_current_key_and_two_before(impl):
     four_keys = torch.tensor([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0],
                               [1, 1, 1, 1, 0], [0, 1, 1, 1, 1]], dtype=torch.bool)
     assert_equal(mask, expected[None, None], name="window mask",
-                 mistakes={"sliding window off by one (W + 1 keys instead of W including the current one)":
+                 mistakes={("sliding window off by one (W + 1 keys instead of W including the current one)",
+                            "滑动窗口差一（W + 1 个 key，而不是包含当前位置在内的 W 个）"):
                            four_keys[None, None]})
 
 

@@ -31,9 +31,11 @@ def test_defaults_are_base_10000_and_no_attention_scaling(impl):
 
 @pytest.mark.parametrize("d,base,context,beta_fast,beta_slow,ramp,mistake", [
     (8, 10000.0, 128, 32, 1, [0.0, 0.5, 1.0, 1.0],  # low = floor(-0.2) = -1: clamped to 0
-     ("YaRN's low bound not clamped at 0 (max(low, 0))", [1 / 3, 2 / 3, 1.0, 1.0])),
+     (("YaRN's low bound not clamped at 0 (max(low, 0))", "YaRN 的下界没有截断到 0（max(low, 0)）"),
+      [1 / 3, 2 / 3, 1.0, 1.0])),
     (16, 10.0, 768, 32, 1, [0, 0, 0, 0, 0, 1 / 11, 2 / 11, 3 / 11],  # high = ceil(16.7) = 17: clamped to D - 1 = 15
-     ("YaRN's high bound not clamped at D - 1 (min(high, D - 1))", [0, 0, 0, 0, 0, 1 / 13, 2 / 13, 3 / 13])),
+     (("YaRN's high bound not clamped at D - 1 (min(high, D - 1))", "YaRN 的上界没有截断到 D - 1（min(high, D - 1)）"),
+      [0, 0, 0, 0, 0, 1 / 13, 2 / 13, 3 / 13])),
     (8, 10000.0, 256, 128, 64, [0.0, 1.0, 1.0, 1.0], None),  # low == high == 0: high + 0.001 guards 0 / 0
 ], ids=["low-clamped-to-0", "high-clamped-to-D-1", "low-equals-high"])
 def test_yarn_ramp_bounds_are_clamped_and_guarded(impl, d, base, context, beta_fast, beta_slow, ramp, mistake):

@@ -3,6 +3,8 @@
 Small hand-made cases, one rule each; blocks hold 2 tokens."""
 import pytest
 
+from infralab.i18n import tr
+
 MODULE = "part04_serving.prefix_cache"
 
 
@@ -10,26 +12,25 @@ def test_two_prompts_share_the_blocks_of_their_common_prefix(impl):
     c = impl(MODULE).PrefixCache(num_blocks=8, block_size=2)
     a = c.allocate(0, [1, 2, 3, 4, 5])
     b = c.allocate(1, [1, 2, 3, 4, 9, 9])
-    assert b[:2] == a[:2], f"[1, 2] and [1, 2, 3, 4] are cached: the second prompt shares them ({a} vs {b})"
-    assert b[2] != a[2], "the third blocks hold different tokens"
+    assert b[:2] == a[:2], tr("part04.prefix_shared", a=a, b=b)
+    assert b[2] != a[2], tr("part04.prefix_third_differs")
     assert [c.ref_count(x) for x in a[:2]] == [2, 2]
-    assert c.num_cached_blocks() == 3, "cached: [1,2], [1,2,3,4], [1,2,3,4,9,9]; a partly filled block never"
+    assert c.num_cached_blocks() == 3, tr("part04.prefix_full_only")
 
 
 def test_a_block_is_keyed_by_the_whole_prefix_it_ends(impl):
     c = impl(MODULE).PrefixCache(num_blocks=8, block_size=2)
     c.allocate(0, [1, 2, 3, 4])
     assert c.match([3, 4]) == [] and c.match([9, 9, 3, 4]) == [], \
-        "block [3, 4] after [1, 2] is not a block [3, 4] at the start, or after [9, 9]: K/V depends on every " \
-        "earlier token, so the key is the whole prefix"
+        tr("part04.prefix_whole_key")
 
 
 def test_a_freed_prefix_stays_cached_until_it_is_evicted(impl):
     c = impl(MODULE).PrefixCache(num_blocks=4, block_size=2)
     first = c.allocate(0, [1, 2, 3, 4, 5])
     c.free(0)
-    assert c.num_free_blocks() == 4, "every block can be allocated again"
-    assert c.match([1, 2, 3, 4, 6]) == first[:2], "but the full blocks are still cached: freeing does not forget"
+    assert c.num_free_blocks() == 4, tr("part04.prefix_all_free")
+    assert c.match([1, 2, 3, 4, 6]) == first[:2], tr("part04.prefix_freed_cached")
 
 
 def test_eviction_takes_the_least_recently_released_block_deepest_first(impl):
@@ -38,7 +39,7 @@ def test_eviction_takes_the_least_recently_released_block_deepest_first(impl):
     c.free(0)  # releases [1,2,3,4]'s block, then [1,2]'s
     b = c.allocate(1, [5, 6, 7, 8])
     c.free(1)
-    assert c.allocate(2, [9, 9]) == [a[1]], "no unused block: evict the LRU one, A's last block (released first)"
+    assert c.allocate(2, [9, 9]) == [a[1]], tr("part04.prefix_evict_lru")
     assert c.match([1, 2, 3, 4]) == [a[0]] and c.match([5, 6, 7, 8]) == b
 
 
@@ -47,7 +48,7 @@ def test_unused_blocks_go_before_any_cached_block_is_evicted(impl):
     a = c.allocate(0, [1, 2, 3, 4])
     c.free(0)
     c.allocate(1, [7])
-    assert c.match([1, 2, 3, 4]) == a, "one block was never used: take it, keep the cache"
+    assert c.match([1, 2, 3, 4]) == a, tr("part04.prefix_unused_first")
 
 
 def test_a_block_held_by_a_sequence_is_never_evicted(impl):
@@ -67,7 +68,7 @@ def test_an_allocation_never_evicts_its_own_hit(impl):
     c.allocate(1, [3, 4])
     c.free(1)
     table = c.allocate(2, [1, 2, 5])  # hit [1, 2]; the other block ([3, 4]) is evicted for token 5
-    assert table[0] == a[0] and len(set(table)) == 2, f"got {table}: the hit block was evicted for the same request"
+    assert table[0] == a[0] and len(set(table)) == 2, tr("part04.prefix_hit_evicted", table=table)
 
 
 def test_append_caches_a_block_once_it_is_full(impl):

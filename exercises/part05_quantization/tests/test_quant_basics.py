@@ -57,7 +57,7 @@ def test_pack_int4_puts_the_first_code_in_the_low_nibble(impl):
     codes = torch.tensor([1, 2, 15, 0], dtype=torch.uint8)
     packed = impl(MODULE).pack_int4(codes)
     assert_equal(packed, torch.tensor([0x21, 0x0F], dtype=torch.uint8), name="packed bytes",
-                 mistakes={"nibble order swapped: the first code went to the high nibble":
+                 mistakes={("nibble order swapped: the first code went to the high nibble", "4 位码字的顺序反了：第一个码字放进了高 4 位"):
                            torch.tensor([0x12, 0xF0], dtype=torch.uint8)})
     assert_equal(impl(MODULE).unpack_int4(packed), codes, name="unpacked codes")
 

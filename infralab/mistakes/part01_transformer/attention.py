@@ -9,8 +9,10 @@ import torch
 
 from infralab.testing import assert_close, randn
 
-EMPTY_ROWS_NAN = "rows with no visible key came out NaN (a softmax over only -inf)"
-HALF_SCORES_OVERFLOW = "scores computed in the input's half precision overflowed (fp16 max 65504): use float32"
+EMPTY_ROWS_NAN = ("rows with no visible key came out NaN (a softmax over only -inf)",
+                  "没有可见 key 的行输出了 NaN（对全 -inf 做了 softmax）")
+HALF_SCORES_OVERFLOW = ("scores computed in the input's half precision overflowed (fp16 max 65504): use float32",
+                        "分数用输入的半精度计算而溢出（fp16 最大 65504）：请用 float32")
 
 
 def reference_mask(sq, skv, causal=False, window=None, padding=None, top_left=False, window_keys=None):
@@ -46,23 +48,27 @@ def attention_mistakes(q, k, v, causal=False, window=None, padding=None, scale=N
     sq, skv = q.shape[2], k.shape[2]
     mask = reference_mask(sq, skv, causal, window, padding)
     out = {
-        "causal mask aligned top-left (query i sees keys j <= i) instead of bottom-right":
+        ("causal mask aligned top-left (query i sees keys j <= i) instead of bottom-right",
+         "因果掩码按左上角对齐（query i 看到 key j <= i），而不是右下角"):
             lambda: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, padding, top_left=True), scale),
-        "scores not scaled by 1/sqrt(D)": lambda: reference_attention(q, k, v, mask, 1.0),
-        "GQA: query head h used KV head h % Hkv instead of h // (Hq/Hkv)":
+        ("scores not scaled by 1/sqrt(D)", "分数没有乘以 1/sqrt(D)"): lambda: reference_attention(q, k, v, mask, 1.0),
+        ("GQA: query head h used KV head h % Hkv instead of h // (Hq/Hkv)",
+         "GQA：查询头 h 用了 KV 头 h % Hkv，而不是 h // (Hq/Hkv)"):
             lambda: reference_attention(q, k, v, mask, scale, kv_head=lambda h, g, n: h % n),
-        "softmax over the query axis instead of the key axis":
+        ("softmax over the query axis instead of the key axis", "softmax 沿 query 轴计算，而不是沿 key 轴"):
             lambda: reference_attention(q, k, v, mask, scale, softmax_dim=-2),
     }
     if padding is not None:
-        out["padding mask inverted (True treated as padding)"] = \
+        out[("padding mask inverted (True treated as padding)", "padding 掩码取反了（把 True 当成了 padding）")] = \
             lambda: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, ~padding), scale)
     if q.dtype in (torch.float16, torch.bfloat16):
-        out["scores and softmax computed in the input's half precision instead of float32"] = \
+        out[("scores and softmax computed in the input's half precision instead of float32",
+             "分数和 softmax 用输入的半精度计算，而不是 float32")] = \
             lambda: reference_attention(q, k, v, mask, scale, compute=q.dtype)
     if window is not None:
-        for keys, what in ((window + 1, "W + 1 keys"), (window - 1, "W - 1 keys")):
-            out[f"sliding window off by one ({what} instead of W including the current one)"] = \
+        for keys, what in ((window + 1, "W + 1"), (window - 1, "W - 1")):
+            out[(f"sliding window off by one ({what} keys instead of W including the current one)",
+                 f"滑动窗口差一（{what} 个 key，而不是包含当前位置在内的 W 个）")] = \
                 lambda keys=keys: reference_attention(q, k, v, reference_mask(sq, skv, causal, window, padding,
                                                                                window_keys=keys), scale)
     return out

@@ -26,12 +26,17 @@ def gated_ffn(x, wg, wu, wd, act, transpose=True):
 
 def ffn_mistakes(x, wg, wu, wd, act):
     return {
-        "gate and up projections swapped (the activation applied to x W_up)":
+        ("gate and up projections swapped (the activation applied to x W_up)",
+         "gate 和 up 投影互换了（激活函数作用在了 x W_up 上）"):
             lambda: gated_ffn(x, wu, wg, wd, act),
-        "sigmoid instead of silu (silu(z) = z * sigmoid(z))": lambda: gated_ffn(x, wg, wu, wd, torch.sigmoid),
-        "weights used as (in, out): x @ W instead of x @ W.T (nn.Linear stores (out, in))":
+        ("sigmoid instead of silu (silu(z) = z * sigmoid(z))",
+         "用了 sigmoid 而不是 silu（silu(z) = z * sigmoid(z)）"): lambda: gated_ffn(x, wg, wu, wd, torch.sigmoid),
+        ("weights used as (in, out): x @ W instead of x @ W.T (nn.Linear stores (out, in))",
+         "权重按 (in, out) 使用：x @ W 而不是 x @ W.T（nn.Linear 存的是 (out, in)）"):
             lambda: gated_ffn(x, wg, wu, wd, act, transpose=False),
-        "the tanh GELU used where the exact erf GELU was asked for": lambda: gated_ffn(x, wg, wu, wd, gelu_tanh),
-        "the exact erf GELU used where the tanh GELU was asked for": lambda: gated_ffn(x, wg, wu, wd, gelu_erf),
-        "silu used instead of GELU": lambda: gated_ffn(x, wg, wu, wd, silu),
+        ("the tanh GELU used where the exact erf GELU was asked for",
+         "要求精确的 erf GELU，却用了 tanh GELU"): lambda: gated_ffn(x, wg, wu, wd, gelu_tanh),
+        ("the exact erf GELU used where the tanh GELU was asked for",
+         "要求 tanh GELU，却用了精确的 erf GELU"): lambda: gated_ffn(x, wg, wu, wd, gelu_erf),
+        ("silu used instead of GELU", "用了 silu 而不是 GELU"): lambda: gated_ffn(x, wg, wu, wd, silu),
     }

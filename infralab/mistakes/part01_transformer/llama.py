@@ -70,13 +70,18 @@ def llama_mistakes(w, c, ids, chunks=None):
             return None if torch.allclose(wrong, knob_forward(w, c, ids, chunks), rtol=rtol, atol=atol) else wrong
         return produce
     return {
-        "RoPE on interleaved pairs (2j, 2j+1) instead of HF's rotate-half pairs (j, j + Dh/2)": variant(interleaved=True),
-        "RoPE positions not offset by start_pos (the new tokens were rotated as positions 0, 1, ...)":
+        ("RoPE on interleaved pairs (2j, 2j+1) instead of HF's rotate-half pairs (j, j + Dh/2)",
+         "RoPE 用了交错配对 (2j, 2j+1)，而不是 HF 的 rotate-half 配对 (j, j + Dh/2)"): variant(interleaved=True),
+        ("RoPE positions not offset by start_pos (the new tokens were rotated as positions 0, 1, ...)",
+         "RoPE 位置没有加上 start_pos（新 token 按位置 0, 1, ... 旋转）"):
             variant(offset=False),
-        "GQA heads expanded with repeat (head h uses KV head h % Hkv) instead of repeat_interleave (h // group)":
+        ("GQA heads expanded with repeat (head h uses KV head h % Hkv) instead of repeat_interleave (h // group)",
+         "GQA 的头用 repeat 展开（头 h 用 KV 头 h % Hkv），而不是 repeat_interleave（h // group）"):
             variant(tiled_gqa=True),
-        "the final RMSNorm (model.norm) before the LM head is missing": variant(final_norm=False),
-        "RMSNorm eps added outside the square root": variant(eps_inside=False),
-        "causal mask aligned top-left: a chunk after the cache cannot see its own earlier positions":
+        ("the final RMSNorm (model.norm) before the LM head is missing",
+         "缺少 LM head 之前的最后一个 RMSNorm（model.norm）"): variant(final_norm=False),
+        ("RMSNorm eps added outside the square root", "RMSNorm 的 eps 加在了平方根外面"): variant(eps_inside=False),
+        ("causal mask aligned top-left: a chunk after the cache cannot see its own earlier positions",
+         "因果掩码按左上角对齐：缓存之后的分块看不到自己前面的位置"):
             variant(top_left=True),
     }

@@ -43,11 +43,12 @@ def reference(q, k_pool, v_pool, tables, lens, scale=None, *, group_of=lambda h,
 def mistakes(q, k_pool, v_pool, tables, lens, scale=None):
     block_size = k_pool.shape[1]
     return {
-        "context_lens ignored: the padded tail of the last block was attended to":
+        ("context_lens ignored: the padded tail of the last block was attended to",
+         "忽略了 context_lens：关注了最后一个块中填充的尾部"):
             lambda: reference(q, k_pool, v_pool, tables, lens, scale,
                               n_of=lambda i: -(-int(lens[i]) // block_size) * block_size),
-        "GQA head mapping h % Hkv instead of h // (Hq / Hkv)":
+        ("GQA head mapping h % Hkv instead of h // (Hq / Hkv)", "GQA 头映射用了 h % Hkv，而不是 h // (Hq / Hkv)"):
             lambda: reference(q, k_pool, v_pool, tables, lens, scale, group_of=lambda h, g, hkv: h % hkv),
-        "softmax scale missing (1 / sqrt(D) not applied)":
+        ("softmax scale missing (1 / sqrt(D) not applied)", "缺少 softmax 缩放（没有乘 1 / sqrt(D)）"):
             lambda: reference(q, k_pool, v_pool, tables, lens, 1.0),
     }

@@ -5,8 +5,9 @@ import torch
 from infralab.testing import Mismatch, check_tensor
 
 FP8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
-NO_SATURATION = "no saturation before the fp8 cast (overflow becomes inf/NaN)"
-SCALES_ON_INPUT_AXIS = "per-channel scales along the wrong axis: one per input column instead of one per output row"
+NO_SATURATION = ("no saturation before the fp8 cast (overflow becomes inf/NaN)", "转换成 fp8 之前没有饱和（溢出变成 inf/NaN）")
+SCALES_ON_INPUT_AXIS = ("per-channel scales along the wrong axis: one per input column instead of one per output row",
+                        "逐通道 scale 的轴错了：每个输入列一个，而不是每个输出行一个")
 
 
 
@@ -73,20 +74,22 @@ def check_scale_shape(scale, expected_shape, w, granularity):
 
 def absmax_mistakes(w, bits, granularity, group_size):
     return {
-        "round half away from zero instead of half to even":
+        ("round half away from zero instead of half to even", "中点值远离零舍入，而不是舍入到偶数"):
             lambda: reference_absmax(w, bits, granularity, group_size, rounding=round_half_away)[0],
-        "scale from the mean |w| instead of the max":
+        ("scale from the mean |w| instead of the max", "scale 取自 |w| 的均值而不是最大值"):
             lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[0],
-        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
+        ("scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax",
+         "scale 用了 amax / (qmax + 0.5)（torch.ao 的 127.5），而不是 amax / qmax"):
             lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[0],
     }
 
 
 def scale_mistakes(w, bits, granularity, group_size):
     return {
-        "scale from the mean |w| instead of the max":
+        ("scale from the mean |w| instead of the max", "scale 取自 |w| 的均值而不是最大值"):
             lambda: reference_absmax(w, bits, granularity, group_size, stat="mean")[1],
-        "scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax":
+        ("scale amax / (qmax + 0.5) (torch.ao's 127.5) instead of amax / qmax",
+         "scale 用了 amax / (qmax + 0.5)（torch.ao 的 127.5），而不是 amax / qmax"):
             lambda: reference_absmax(w, bits, granularity, group_size, qmax=2 ** (bits - 1) - 0.5)[1],
     }
 
@@ -94,9 +97,11 @@ def scale_mistakes(w, bits, granularity, group_size):
 def zeropoint_mistakes(w, bits, granularity, gs, part):
     pick = {"q": 0, "scale": 1, "zero": 2}[part]
     return {
-        "zero point not clamped to [0, 2^bits - 1] (it is stored as an unsigned b-bit value)":
+        ("zero point not clamped to [0, 2^bits - 1] (it is stored as an unsigned b-bit value)",
+         "zero point 没有截断到 [0, 2^bits - 1]（它以无符号 b 位值存储）"):
             lambda: reference_zeropoint(w, bits, granularity, gs, clamp_zero=False)[pick],
-        "range widened to include 0 (the GPTQ / torch.ao convention, not AutoAWQ's)":
+        ("range widened to include 0 (the GPTQ / torch.ao convention, not AutoAWQ's)",
+         "范围扩展到包含 0（GPTQ / torch.ao 的约定，不是 AutoAWQ 的）"):
             lambda: reference_zeropoint(w, bits, granularity, gs, widen_to_zero=True)[pick],
     }
 
