@@ -12,10 +12,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
 
 MODULE = "part05_quantization.gptq"
-FLIP_BUDGET = 0.06  # fraction of codes allowed to differ from the reference (fp32 rounding order)
+FLIP_BUDGET = 0.06  # fraction of codes a known mistake's output may differ by and still be named
+# Replayed with the answer's codes, the value a code rounds differs from the answer's own by fp32
+# rounding of at most `cols` feedback terms, in grid steps well under 1e-3 (values are at most
+# 2^bits steps; n·eps·2^bits = 64 · 1.2e-7 · 16 = 1.2e-4); a wrong code is off by about 0.5 or more.
+REPLAY_SLACK = 1e-3
 # Group scales replayed with the answer's own codes differ by fp32 rounding alone: a group's range sums
 # the errors fed from up to `cols` earlier columns, n·eps for n terms, x4 headroom for cancellation
 # (cols = 64: 3.1e-5; measured on the reference over 300 seeds: at most 5.2e-6).
@@ -44,9 +49,11 @@ def ref_hessian(x):
 
 
 def reference_gptq(w, x, bits=4, gs=-1, act_order=False, percdamp=0.01, sym=True, feedback=True,
-                   undo_perm=True, follow_codes=None):
+                   undo_perm=True, follow_codes=None, distances=False):
     """GPTQ as specified. ``follow_codes`` (original column order): take these codes instead of rounding,
-    so the error fed forward, and every later group's range and scale, are those the codes imply."""
+    so the error fed forward, and every later group's range and scale, are those the codes imply.
+    ``distances``: also return, per code, |code - the clamped value it should round| in grid steps
+    and that value (original column order)."""
     out, cols = w.shape
     gs = cols if gs == -1 else gs
     W, H = w.float().clone(), ref_hessian(x)
@@ -58,12 +65,14 @@ def reference_gptq(w, x, bits=4, gs=-1, act_order=False, percdamp=0.01, sym=True
     H = H + percdamp * H.diagonal().mean() * torch.eye(cols)
     U = torch.linalg.cholesky(torch.linalg.inv(H.double()), upper=True).float()
     codes = torch.zeros(out, cols)
+    values = torch.zeros(out, cols)
     scales, zeros = [], []
     for i in range(cols):
         if i % gs == 0:
             s, z = ref_params(W[:, i:i + gs], bits, sym)
             scales.append(s)
             zeros.append(z)
+        values[:, i] = torch.clamp(W[:, i] / s + z, 0, 2 ** bits - 1)
         codes[:, i] = torch.clamp(torch.round(W[:, i] / s) + z, 0, 2 ** bits - 1) if follow_codes is None \
             else follow_codes[:, perm[i]].float()
         if feedback:
@@ -72,8 +81,9 @@ def reference_gptq(w, x, bits=4, gs=-1, act_order=False, percdamp=0.01, sym=True
     g_idx = torch.arange(cols) // gs
     if undo_perm:
         inv = torch.argsort(perm)
-        codes, g_idx = codes[:, inv], g_idx[inv]
-    return codes.to(torch.uint8), torch.stack(scales, 1), torch.stack(zeros, 1).int(), g_idx
+        codes, values, g_idx = codes[:, inv], values[:, inv], g_idx[inv]
+    result = codes.to(torch.uint8), torch.stack(scales, 1), torch.stack(zeros, 1).int(), g_idx
+    return (*result, (codes - values).abs(), values) if distances else result
 
 
 def dequant(codes, scales, zeros, g_idx):
@@ -99,20 +109,35 @@ def gptq_mistakes(w, x, bits, gs, act_order, sym):
     }
 
 
+def codes_diagnosis(got, mistakes, budget=FLIP_BUDGET):
+    """The known mistake whose codes ``got`` matches up to ``budget`` of flipped entries, or None."""
+    for label, produce in (mistakes or {}).items():
+        wrong = produce()
+        if wrong.shape == got.shape and (got.int() - wrong.int()).ne(0).float().mean().item() <= budget:
+            return label
+    return None
+
+
 def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET):
     """uint8 codes equal up to ``budget`` of flipped entries; names the known mistake otherwise."""
     check_tensor(got, shape=tuple(expected.shape), dtype=torch.uint8, name=name)
     differ = (got.int() - expected.int()).ne(0).float().mean().item()
     if differ <= budget:
         return
-    diagnosis = None
-    for label, produce in (mistakes or {}).items():
-        wrong = produce()
-        if wrong.shape == got.shape and (got.int() - wrong.int()).ne(0).float().mean().item() <= budget:
-            diagnosis = label
-            break
     raise Mismatch(f"{name}: {100 * differ:.1f}% of the codes differ from the reference "
-                   f"(at most {100 * budget:.0f}% may flip from fp32 rounding order)", diagnosis)
+                   f"(at most {100 * budget:.0f}% may flip from fp32 rounding order)", codes_diagnosis(got, mistakes, budget))
+
+
+def assert_codes_replay(got, w, x, *, bits, gs, act_order, percdamp, sym, mistakes=None, name="codes"):
+    """Every code is GPTQ's rounding of the value fed forward to it, replayed with the answer's own codes."""
+    *_, dist, values = reference_gptq(w, x, bits, gs, act_order, percdamp, sym, follow_codes=got, distances=True)
+    off = dist > 0.5 + REPLAY_SLACK
+    if not off.any():
+        return
+    row, col = (int(i) for i in off.nonzero()[0])
+    raise Mismatch(tr("part05.gptq.codes_not_replayed", name=name, count=int(off.sum()), total=off.numel(), row=row,
+                      col=col, code=int(got[row, col]), value=float(values[row, col])),
+                   codes_diagnosis(got, mistakes))
 
 
 def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percdamp=0.01, sym=True):
@@ -122,7 +147,9 @@ def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percda
                  mistakes={("g_idx not permuted back to the original column order", "g_idx 没有置换回原始列顺序"):
                            torch.arange(w.shape[1]) // (w.shape[1] if gs == -1 else gs)})
     check_tensor(scales, shape=tuple(e_scales.shape), dtype=torch.float32, name="scales")
-    assert_codes_close(codes, e_codes, name="codes", mistakes=gptq_mistakes(w, x, bits, gs, act_order, sym))
+    check_tensor(codes, shape=tuple(e_codes.shape), dtype=torch.uint8, name="codes")
+    assert_codes_replay(codes, w, x, bits=bits, gs=gs, act_order=act_order, percdamp=percdamp, sym=sym,
+                        mistakes=gptq_mistakes(w, x, bits, gs, act_order, sym))
     check_tensor(zeros, shape=tuple(e_zeros.shape), dtype=torch.int32, name="zero points")
     # The layer's output error equals the reference's up to the few allowed flips.
     err = torch.linalg.norm(x @ (w - dequant(codes, scales, zeros, g_idx)).T)
