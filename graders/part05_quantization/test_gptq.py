@@ -124,8 +124,8 @@ def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET
     differ = (got.int() - expected.int()).ne(0).float().mean().item()
     if differ <= budget:
         return
-    raise Mismatch(f"{name}: {100 * differ:.1f}% of the codes differ from the reference "
-                   f"(at most {100 * budget:.0f}% may flip from fp32 rounding order)", codes_diagnosis(got, mistakes, budget))
+    raise Mismatch(tr("part05.gptq.codes_differ", name=name, percent=100 * differ, budget=100 * budget),
+                   codes_diagnosis(got, mistakes, budget))
 
 
 def assert_codes_replay(got, w, x, *, bits, gs, act_order, percdamp, sym, mistakes=None, name="codes"):
@@ -154,7 +154,8 @@ def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percda
     # The layer's output error equals the reference's up to the few allowed flips.
     err = torch.linalg.norm(x @ (w - dequant(codes, scales, zeros, g_idx)).T)
     e_err = torch.linalg.norm(x @ (w - dequant(e_codes, e_scales, e_zeros, e_gidx)).T)
-    assert err <= 1.02 * e_err, f"output error {err:.4g} above the reference GPTQ's {e_err:.4g} (+2%)"
+    if not err <= 1.02 * e_err:
+        raise Mismatch(tr("part05.gptq.output_error_above_reference", err=float(err), ref=float(e_err)))
 
 
 # ---- Hessian -----------------------------------------------------------------------------------
