@@ -1,32 +1,35 @@
 #!/usr/bin/env bash
-# Issue #12 item 2 on the H200: `infralab grade --gpu` (the caged route, the judge's clock). NOT YET RUN.
+# Issue #12 item 2 on the H200: `infralab grade --gpu` (the caged route, the judge's clock).
 # Three device calls, each under 10 minutes; run from the repository root, as root (the cage's namespaces):
 #   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions of part03 as a one-student class
 #   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu as a class
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
-# Outputs under $OUT: h200-grade-gpu-<phase>/ (gradebook.csv, <student>/record.json with the perf entries) and
-# h200-grade-gpu-bench.json; then `infralab leaderboard $OUT --out $OUT/leaderboard-grade-gpu` ranks them.
+# Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
+# $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
+# Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each phase's timeout.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
+WORK=${WORK:-/tmp/h200-work}
+LIMIT=${LIMIT:-580}
 PHASE=${1:-reference}
 CLASS=/tmp/h200-class-$PHASE
 EXERCISES="--exercise part03_kernels.vector_add --exercise part03_kernels.rmsnorm --exercise part03_kernels.softmax \
   --exercise part03_kernels.matmul --exercise part03_kernels.flash_attention --exercise part03_kernels.decode_attention"
 rm -rf "$CLASS"
-mkdir -p "$CLASS" "$OUT"
+mkdir -p "$CLASS" "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
 python3 -c "import numpy, torch, triton; print('numpy', numpy.__version__, 'torch', torch.__version__, 'triton', triton.__version__)"
 case "$PHASE" in
   reference)
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels "$CLASS/reference/"
-    timeout 580 python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$OUT/h200-grade-gpu-reference" \
+    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
       2>&1 | tail -40 | cut -c1-400 ;;
   hostile)
     for d in fixtures/submissions_gpu/*/; do cp -r "$d" "$CLASS/"; done
-    timeout 580 python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$OUT/h200-grade-gpu-hostile" \
+    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$WORK/h200-grade-gpu-hostile" \
       2>&1 | tail -40 | cut -c1-400
-    python3 - "$OUT/h200-grade-gpu-hostile" <<'PY'
+    python3 - "$WORK/h200-grade-gpu-hostile" <<'PY'
 import json, pathlib, sys
 for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/record.json")):
     r = json.loads(rec.read_text())
@@ -46,3 +49,5 @@ json.dump([json.load(open(p)) for p in sys.argv[2:]], open(sys.argv[1], "w"), in
 PY
     ;;
 esac
+[ -d "$WORK/h200-grade-gpu-$PHASE" ] && tar czf "$OUT/h200-grade-gpu-$PHASE.tgz" -C "$WORK" "h200-grade-gpu-$PHASE"
+exit 0
