@@ -46,8 +46,24 @@ class TestRun:
         return [f for f in files if f.is_file()]
 
 
-def pytest_command(course: Course, run: TestRun, record_path: Path) -> list[str]:
-    args = [sys.executable, "-m", "pytest", *map(str, run.test_files(course)),
+def plugin_args(env: dict[str, str] | None = None) -> list[str]:
+    """``-p infralab.plugin`` when pytest would not load our plugin by itself.
+
+    An installed kit registers the plugin as a ``pytest11`` entry point (pyproject.toml); a kit run
+    from a checkout without installing it (a GPU machine with its own torch, ``python -m infralab.cli``)
+    has no entry point (nor has a run with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), and the child pytest would reject ``--course`` as an unknown option. Naming
+    the plugin with ``-p`` when the entry point exists too would register it twice (pluggy refuses)."""
+    from importlib.metadata import entry_points
+    if (os.environ if env is None else env).get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):  # pytest loads no entry point at all
+        return ["-p", "infralab.plugin"]
+    if any(ep.value == "infralab.plugin" for ep in entry_points(group="pytest11")):
+        return []
+    return ["-p", "infralab.plugin"]
+
+
+def pytest_command(course: Course, run: TestRun, record_path: Path,
+                   env: dict[str, str] | None = None) -> list[str]:
+    args = [sys.executable, "-m", "pytest", *plugin_args(env), *map(str, run.test_files(course)),
             "--course", str(course.root), "--target", run.target, "--record", str(record_path),
             "--record-mode", run.mode, "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
             "--rootdir", str(course.root), "-o", "addopts=", "-o", "testpaths="]
@@ -71,8 +87,8 @@ def run_tests(course: Course, run: TestRun, *, env: dict[str, str] | None = None
     """Run pytest in a child process; return its record (with pytest's exit code and output tail)."""
     with tempfile.TemporaryDirectory(prefix="infralab-run-") as tmp:
         record_path = Path(tmp) / "record.json"
-        cmd = pytest_command(course, run, record_path)
         child_env = dict(os.environ if env is None else env)
+        cmd = pytest_command(course, run, record_path, child_env)
         child_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         proc = subprocess.run(cmd, cwd=course.root, env=child_env, capture_output=True, text=True,
                               timeout=wall_timeout_s)

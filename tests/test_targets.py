@@ -1,5 +1,6 @@
 """The implementation under test: stubs, solutions, submissions (whole or partial), mutants;
 a submission that does not import or lacks a function fails its own exercise only."""
+import os
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,13 @@ def test_targets_live_side_by_side_in_one_process(mini_course):
     finally:
         stub.close()
         ref.close()
+
+
+def test_the_kit_grades_when_pytest_loads_no_entry_point(mini_course):
+    """A kit run from a checkout (no pip install, so no ``pytest11`` entry point; a GPU machine with its
+    own torch) must still load the plugin in the child pytest, which otherwise rejects ``--course``."""
+    course = load_course(mini_course)
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    record = run_tests(course, TestRun(target="solutions", exercises=course.exercises, hidden=True, seed=7),
+                       env=env)
+    assert record["points"] == record["max_points"] == 8
