@@ -4,6 +4,7 @@
 #   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions of part03 as a one-student class
 #   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu as a class
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
+# TIMECAP (default 20): seconds of sampling per shape (grade --time-cap, bench --time-cap).
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
 # Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each phase's timeout.
@@ -14,8 +15,11 @@ WORK=${WORK:-/tmp/h200-work}
 LIMIT=${LIMIT:-580}
 PHASE=${1:-reference}
 CLASS=/tmp/h200-class-$PHASE
+TIMECAP=${TIMECAP:-20}
+ONLY=${ONLY:-}  # e.g. ONLY="vector_add softmax": grade and bench only these part03 exercises
 EXERCISES="--exercise part03_kernels.vector_add --exercise part03_kernels.rmsnorm --exercise part03_kernels.softmax \
   --exercise part03_kernels.matmul --exercise part03_kernels.flash_attention --exercise part03_kernels.decode_attention"
+if [ -n "$ONLY" ]; then EXERCISES=""; for e in $ONLY; do EXERCISES="$EXERCISES --exercise part03_kernels.$e"; done; fi
 rm -rf "$CLASS"
 mkdir -p "$CLASS" "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
@@ -23,11 +27,11 @@ python3 -c "import numpy, torch, triton; print('numpy', numpy.__version__, 'torc
 case "$PHASE" in
   reference)
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels "$CLASS/reference/"
-    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
+    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
       2>&1 | tail -40 | cut -c1-400 ;;
   hostile)
     for d in fixtures/submissions_gpu/*/; do cp -r "$d" "$CLASS/"; done
-    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --jobs 1 --out "$WORK/h200-grade-gpu-hostile" \
+    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-hostile" \
       2>&1 | tail -40 | cut -c1-400
     python3 - "$WORK/h200-grade-gpu-hostile" <<'PY'
 import json, pathlib, sys
@@ -39,8 +43,8 @@ for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/record.json")):
 PY
     ;;
   bench)
-    for ex in vector_add rmsnorm softmax matmul flash_attention decode_attention; do
-      timeout 90 python3 -m infralab.cli bench "$ex" --target solutions --record "/tmp/h200-bench-$ex.json" 2>&1 \
+    for ex in ${ONLY:-vector_add rmsnorm softmax matmul flash_attention decode_attention}; do
+      timeout 90 python3 -m infralab.cli bench "$ex" --target solutions --time-cap "$TIMECAP" --record "/tmp/h200-bench-$ex.json" 2>&1 \
         | tail -4 | cut -c1-300
     done
     python3 - "$OUT/h200-grade-gpu-bench.json" /tmp/h200-bench-*.json <<'PY'

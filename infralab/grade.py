@@ -58,11 +58,13 @@ class GradeOptions:
     memory_bytes: int = 4 << 30
     hide: list[str] = field(default_factory=list)
     gpu: bool = False  # the executors see one GPU each; gpu tests and performance challenges run in the cage
+    time_cap_s: float = 20.0  # with gpu: seconds of sampling per challenge shape (both runners)
 
     def __post_init__(self) -> None:  # the same rule as the CLI's option types, for every caller
         require_positive("--call-timeout", self.call_timeout_s)
         require_positive("--timeout", self.budget_s)
         require_positive("--memory", self.memory_bytes)
+        require_positive("--time-cap", self.time_cap_s)
         if int(self.seed) < 0:
             raise InfralabError(f"--seed: {tr('intake.expected_int_at_least', minimum=0, value=str(self.seed))}")
 
@@ -113,7 +115,7 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         if device is not None:
             env["CUDA_VISIBLE_DEVICES"] = device
         env.pop("TRITON_INTERPRET", None)
-        extra = ["--gpu", *perf_cases(course, chosen)]
+        extra = ["--gpu", "--perf-time-cap", str(opts.time_cap_s), *perf_cases(course, chosen)]
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
                   seed=opts.seed, isolated=True, extra_args=extra)
     # a safety net only: every exercise's executor budget, plus the judge's own work
@@ -320,6 +322,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", action="store_true",
                    help="run gpu tests and performance challenges in the cage, one GPU per worker, timed on the "
                         "judge's clock (docs/grading.md); needs a CUDA GPU")
+    p.add_argument("--time-cap", type=positive_number, default=20.0,
+                   help="with --gpu: seconds of sampling per challenge shape, candidate and baseline together "
+                        "(default 20)")
     p.add_argument("--memory", type=positive_number, default=4.0, help="GiB of address space for the executor (CPU only)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
@@ -352,7 +357,8 @@ def run(args: argparse.Namespace) -> int:
     options = GradeOptions(exercises=tuple(ex.id for ex in chosen), seed=args.seed, visible=args.visible,
                            call_timeout_s=args.call_timeout or CALL_TIMEOUT_S[args.gpu],
                            budget_s=args.timeout or BUDGET_S[args.gpu],
-                           memory_bytes=int(args.memory * (1 << 30)), gpu=args.gpu)
+                           memory_bytes=int(args.memory * (1 << 30)), gpu=args.gpu,
+                           time_cap_s=args.time_cap)
     with progress(console, tr("intake.grades"), len(submissions)) as step:
         records = grade(course, submissions, out, options, jobs=args.jobs, backend=args.backend,
                         address=args.address,

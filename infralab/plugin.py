@@ -92,6 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu", dest="infralab_gpu", action="store_true",
                     help="with --isolated: the executor sees this machine's CUDA GPU; gpu tests and performance "
                          "challenges run in the cage, timed on the judge's clock (infralab grade --gpu)")
+    group.addoption("--perf-time-cap", dest="infralab_perf_time_cap", type=float, default=None,
+                    help="with --gpu: seconds of sampling per performance challenge shape (infralab grade --time-cap)")
     group.addoption("--record-mode", dest="infralab_mode", default="check",
                     help="the mode written into the record (check, grade, validate)")
     group.addoption("--lang", dest="infralab_lang", default=None, choices=LANGS,

@@ -37,6 +37,7 @@ def one_line_error(capsys, argv: list[str]) -> str:
     (["grade", "x", "--out", "o", "--jobs", "0"], "--jobs"),
     (["grade", "x", "--out", "o", "--jobs", "-3"], "--jobs"),
     (["grade", "x", "--out", "o", "--memory", "-4"], "--memory"),
+    (["grade", "x", "--out", "o", "--gpu", "--time-cap", "0"], "--time-cap"),
     (["grade", "x", "--out", "o", "--seed", "-1"], "--seed"),
     (["validate", "--jobs", "0"], "--jobs"),
     (["check", "--seed", "x"], "--seed"),

@@ -127,10 +127,12 @@ def test_a_gpu_grading_runs_the_judge_on_the_workers_gpu_with_the_challenges(mon
 
     monkeypatch.setattr(grade, "run_tests", fake_run_tests)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    options = {"exercises": ("part03_kernels.softmax",), "gpu": True}
+    options = {"exercises": ("part03_kernels.softmax",), "gpu": True, "time_cap_s": 3.0}
     intake = {"ignored_files": [], "flags": [], "notes": []}
     grade.grade_one(str(ROOT), "alice", str(tmp_path), options, intake, device="6")
     env, run = seen["env"], seen["run"]
     assert env["CUDA_VISIBLE_DEVICES"] == "6" and "TRITON_INTERPRET" not in env
     assert json.loads(env["INFRALAB_JUDGE"])["gpu"] is True
     assert run.extra_args[0] == "--gpu" and any("softmax-" in a for a in run.extra_args[1:])
+    assert run.extra_args[1:3] == ["--perf-time-cap", "3.0"]  # grade --time-cap reaches the judge's sampling
+

@@ -51,7 +51,8 @@ def test_kernel_is_correct_and_reaches_the_pass_bar(impl, perf_record, gpu_profi
     target = request.config.getoption("infralab_target")
     module, triton = impl(exercise), COURSE.exercise(exercise).triton
     if is_caged(module):  # grade --gpu: the judge's seeds, its own output checks, its own clock
-        entry = measure_in_cage(module, challenge, shape, gpu_profile, exercise=exercise, target=target, triton=triton)
+        entry = measure_in_cage(module, challenge, shape, gpu_profile, exercise=exercise, target=target, triton=triton,
+                                time_cap_s=request.config.getoption("infralab_perf_time_cap"))
     else:  # one loaded module: the gate calls it with every guard of grading, the timed calls are checked calls
         entry = run_challenge(checked_candidate(module, triton=triton), challenge, shape, gpu_profile,
                               timer=request.getfixturevalue("cuda_timer"), target=target, exercise=exercise,

@@ -431,12 +431,15 @@ def _l2(device: str) -> int:
 
 
 def measure_in_cage(remote_module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
-                    exercise: str, target: str, triton: bool, device: str = "cuda") -> dict[str, Any]:
-    """``grade --gpu``: one challenge shape of an isolated ``impl`` module, on the judge's clock."""
+                    exercise: str, target: str, triton: bool, device: str = "cuda",
+                    time_cap_s: float | None = None) -> dict[str, Any]:
+    """``grade --gpu``: one challenge shape of an isolated ``impl`` module, on the judge's clock
+    (``time_cap_s``: seconds of sampling for the shape, ``grade --time-cap``)."""
     own, problem = submitted_kernels(remote_module)
+    policy = CagedPolicy() if time_cap_s is None else CagedPolicy(time_cap_s=time_cap_s)
     return run_caged_challenge(RemoteBench(remote_module), challenge, shape, profile, exercise=exercise,
                                target=target, own_kernels=own if triton else frozenset(), triton=triton,
-                               source_problem=problem if triton else None, device=device)
+                               source_problem=problem if triton else None, device=device, policy=policy)
 
 
 PERF_TEST_FILE = "test_perf.py"  # beside a part's hidden tests: its exercises' challenges
