@@ -1,0 +1,17 @@
+"""Messages shared by the tests of several exercises: checks any function's answer can fail.
+Keys: ``check.*``."""
+
+MESSAGES = {
+    "check.modified_input": (
+        "{name} modified its input in place",
+        "{name} 原地修改了它的输入",
+    ),
+    "check.seed_unused": (
+        "{name}: seed and seed + 1 gave the same draws: the seed is not used",
+        "{name}：seed 和 seed + 1 给出了相同的采样结果：没有使用 seed",
+    ),
+    "check.not_a_tuple": (
+        "{name} must return a tuple of {count} ({fields}), got {got}",
+        "{name} 必须返回由 {count} 个元素组成的 tuple（{fields}），实际是 {got}",
+    ),
+}
