@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from infralab.mistakes.part04_serving import run_machine
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part04_serving.paged_kv"
 HEADS, DIM = 2, 3
@@ -69,7 +69,8 @@ def test_append_to_a_forked_partial_block_copies_it_first(impl, gen):
     cache.append(0, k0, v0)
     cache.fork(0, 1)
     shared_full, shared_partial = cache.block_table(0)
-    assert cache.blocks_needed(1, 1) == 1, "appending 1 token into a shared half-full block needs 1 block (the copy)"
+    needed = cache.blocks_needed(1, 1)
+    expect(needed == 1, "part04.kv.half_block_copy", got=needed)
     k1, v1 = tokens(1, gen)
     cache.append(1, k1, v1)
     table1 = cache.block_table(1)
@@ -77,8 +78,9 @@ def test_append_to_a_forked_partial_block_copies_it_first(impl, gen):
         raise Mismatch("the child wrote into the block it shares with its parent",
                        ("fork without copy-on-write: the shared, partly filled last block must be copied first",
                         "fork 后没有写时复制：共享且未写满的最后一块必须先复制"))
-    assert table1[0] == shared_full, "the full shared block must stay shared (no copy)"
-    assert cache.ref_count(shared_full) == 2 and cache.ref_count(shared_partial) == 1
+    expect(table1[0] == shared_full, "part04.kv.full_shared_no_copy", got=table1[0], expected=shared_full)
+    refs = (cache.ref_count(shared_full), cache.ref_count(shared_partial))
+    expect(refs == (2, 1), "part04.kv.ref_counts_after_copy", expected=(2, 1), got=refs)
     assert_close(cache.gather(0)[0], k0, name="parent's K after the child's append")
     assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
 
@@ -166,9 +168,10 @@ def test_append_after_forking_a_sequence_shorter_than_one_block_copies_it(impl, 
     assert_close(got_k, k0, name="K of the sequence that did not append")
     assert_close(got_v, v0, name="V of the sequence that did not append")
     assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=f"K of the {writer}")
-    assert [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])] == [1, 1], \
-        "after the copy, the old and the new block each belong to one sequence"
-    assert cache.num_free_blocks() == 2, f"1 block + 1 copy taken from 4, yet {cache.num_free_blocks()} are free"
+    refs = [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])]
+    expect(refs == [1, 1], "part04.kv.copy_owned_once", got=refs)
+    free = cache.num_free_blocks()
+    expect(free == 2, "part04.kv.free_after_copy", got=free)
 
 
 @pytest.mark.weight(2)
@@ -179,7 +182,7 @@ def test_append_after_a_fork_at_a_block_boundary_copies_nothing(impl, gen):
     cache.append(0, k0, v0)
     cache.fork(0, 1)
     full = cache.block_table(0)
-    assert check_blocks_needed(cache, 1, 1, 4) == 1
+    assert check_blocks_needed(cache, 1, 1, 4) == 1  # setup check: the helper checks the answer; 1 is the model's
     k1, v1 = tokens(1, gen)
     append_that_fits(cache, 1, k1, v1, "the child's append after a fork at a block boundary")
     table = cache.block_table(1)
@@ -187,7 +190,8 @@ def test_append_after_a_fork_at_a_block_boundary_copies_nothing(impl, gen):
         raise Mismatch(f"the child's append after a fork of 2 full blocks {full}: child's table {table}, "
                        f"{cache.num_free_blocks()} blocks free (expected {full} + 1 new block, 2 free)",
                        FULL_BLOCK_COPY if table[:2] != full else None)
-    assert [cache.ref_count(b) for b in full] == [2, 2], "the full blocks stay shared by parent and child"
+    refs = [cache.ref_count(b) for b in full]
+    expect(refs == [2, 2], "part04.kv.full_blocks_shared", got=refs)
     assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
     assert_close(cache.gather(0)[0], k0, name="parent's K")
 
@@ -198,7 +202,7 @@ def test_append_that_fits_the_last_block_needs_no_free_block(impl, gen):
     cache.add_sequence(0)
     k, v = tokens(5, gen)
     cache.append(0, k, v)  # 2 blocks, none free; 3 slots left in the last one
-    assert check_blocks_needed(cache, 0, 3, 4) == 0
+    assert check_blocks_needed(cache, 0, 3, 4) == 0  # setup check: the helper checks the answer; 0 is the model's
     k1, v1 = tokens(3, gen)
     append_that_fits(cache, 0, k1, v1, "with no free block, 3 tokens into the 3 free slots of the last block")
     assert_close(cache.gather(0)[0], torch.cat([k, k1]), name="K after filling the last block")
@@ -210,9 +214,10 @@ def test_append_may_take_the_last_free_block(impl, gen):
     cache = impl(MODULE).PagedKVCache(3, 2, HEADS, DIM)
     cache.add_sequence(0)
     cache.append(0, *tokens(3, gen))  # 2 blocks, 1 free
-    assert check_blocks_needed(cache, 0, 3, 2) == 1
+    assert check_blocks_needed(cache, 0, 3, 2) == 1  # setup check: the helper checks the answer; 1 is the model's
     append_that_fits(cache, 0, *tokens(3, gen), "3 tokens needing the 1 free block")
-    assert cache.num_free_blocks() == 0
+    free = cache.num_free_blocks()
+    expect(free == 0, "check.value", what="num_free_blocks()", expected=0, got=free)
 
 
 def test_free_returns_only_unshared_blocks(impl, gen):
@@ -228,7 +233,8 @@ def test_free_returns_only_unshared_blocks(impl, gen):
                         "free() 不看引用计数就把共享的块放回了空闲列表"))
     assert_close(cache.gather(1)[0], k, name="the child's K after its parent was freed")
     cache.free(1)
-    assert cache.num_free_blocks() == 6
+    free = cache.num_free_blocks()
+    expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
 
 
 def test_errors_are_built_in_types(impl, gen):
@@ -337,17 +343,20 @@ class CacheMachine(RuleBasedStateMachine):
             if self.cache.ref_count(b) != holders:
                 raise Mismatch(f"block {b} has ref_count {self.cache.ref_count(b)} but {holders} tables hold it")
         used = {b for t in tables for b in t}
-        assert self.cache.num_free_blocks() == self.num_blocks - len(used), \
-            f"{self.cache.num_free_blocks()} free blocks, but {len(used)} of {self.num_blocks} are in use"
+        free = self.cache.num_free_blocks()
+        expect(free == self.num_blocks - len(used), "part04.kv.free_count", got=free, used=len(used),
+               total=self.num_blocks)
 
     @invariant()
     def every_sequence_reads_back_what_it_appended(self):
         if not hasattr(self, "cache"):
             return
         for s, (k, v) in self.model.items():
-            assert self.cache.seq_len(s) == k.shape[0]
+            length = self.cache.seq_len(s)
+            expect(length == k.shape[0], "part04.kv.seq_len", seq=s, got=length, expected=k.shape[0])
             table = self.cache.block_table(s)
-            assert len(table) == -(-k.shape[0] // self.block_size), f"sequence {s}: table of {len(table)} blocks"
+            expected = -(-k.shape[0] // self.block_size)
+            expect(len(table) == expected, "part04.kv.table_len", seq=s, got=len(table), expected=expected)
             assert_equal(self.cache.slot_mapping(s), expected_slots(table, k.shape[0], self.block_size),
                          name=f"slot_mapping of sequence {s}")
             got_k, got_v = self.cache.gather(s)

@@ -19,7 +19,7 @@ from infralab.mistakes.part04_serving.speculative import (ABS_RESIDUAL, CONTINUE
                                                           position_mistakes, residual, residual_mistakes,
                                                           spread_probs, tokens_per_step)
 from infralab.stats import assert_draws_follow, tv_bound, tv_distance
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part04_serving.speculative"
 OWN_STREAM = 1_000_003  # the sampler's seed differs from the drafts' generator seed: the same stream would
@@ -35,7 +35,7 @@ def separated_pair(gen, v=V):
         p, q = spread_probs(v, generator=gen), spread_probs(v, generator=gen)
         if min(tv_distance(p, wrong) for wrong in position_mistakes(p, q).values()) > limit:
             return p, q
-    raise AssertionError("no separated (p, q) in 200 draws: the test lost its teeth")
+    raise AssertionError("no separated (p, q) in 200 draws: the test lost its teeth")  # setup check
 
 
 def draft_from(q, gen, rows=DRAWS):
@@ -47,7 +47,8 @@ def check_shape_and_prefix(out, num_accepted, drafts):
     b, k = drafts.shape
     assert_equal(tuple(out.shape), (b, k + 1), name="output_tokens shape")
     assert_equal(tuple(num_accepted.shape), (b,), name="num_accepted shape")
-    assert out.dtype == torch.int64 and num_accepted.dtype == torch.int64, "int64 outputs expected"
+    expect(out.dtype == torch.int64 and num_accepted.dtype == torch.int64, "part04.spec.int64", tokens=out.dtype,
+           accepted=num_accepted.dtype)
     n = num_accepted
     if int(n.min()) < 0 or int(n.max()) > k:
         raise Mismatch(f"num_accepted outside 0..{k}: {n.unique().tolist()}")
@@ -138,7 +139,8 @@ def test_the_same_seed_gives_the_same_draws_and_another_seed_others(impl, gen, s
     torch.manual_seed(seed + 99)  # the global RNG must play no part
     again = m.rejection_sample(*args, seed + OWN_STREAM)
     assert_equal(again[0], first[0], name="output tokens for the same seed")
-    assert not torch.equal(m.rejection_sample(*args, seed + OWN_STREAM + 1)[0], first[0]), "the seed is not used"
+    expect(not torch.equal(m.rejection_sample(*args, seed + OWN_STREAM + 1)[0], first[0]), "check.seed_unused",
+           name="rejection_sample")
 
 
 @pytest.mark.parametrize("mismatch", [0, 1, 3, 4])

@@ -2,6 +2,15 @@
 Keys: ``check.*``."""
 
 MESSAGES = {
+    # {what} is the code that was called (identifiers stay English); {note} a catalogue message saying why
+    "check.value": (
+        "{what}: expected {expected}, got {got}",
+        "{what}：应为 {expected}，实际是 {got}",
+    ),
+    "check.value_note": (
+        "{what}: expected {expected}, got {got} ({note})",
+        "{what}：应为 {expected}，实际是 {got}（{note}）",
+    ),
     "check.modified_input": (
         "{name} modified its input in place",
         "{name} 原地修改了它的输入",

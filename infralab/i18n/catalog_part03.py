@@ -11,6 +11,6 @@ MESSAGES = {
     ),
     "part03.perf_decision": (
         "{level} ({decision}): {reason}",
-        "{level}（{decision}）：{reason}",
+        "{level}（判定：{decision}）：{reason}",
     ),
 }
