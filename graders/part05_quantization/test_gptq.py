@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.gptq"
 FLIP_BUDGET = 0.06  # fraction of codes a known mistake's output may differ by and still be named
@@ -211,8 +211,7 @@ def test_gptq_beats_round_to_nearest_on_the_layer_output(impl, gen, act_order):
     r = m.quantize_rtn(w, bits=4, group_size=16)
     e_gptq = torch.linalg.norm(x @ (w - dequant(*g)).T)
     e_rtn = torch.linalg.norm(x @ (w - dequant(*r)).T)
-    assert e_gptq < 0.9 * e_rtn, (f"GPTQ output error {e_gptq:.4g} is not clearly below RTN's {e_rtn:.4g}: "
-                                  "is the error fed back to the later columns?")
+    expect(e_gptq < 0.9 * e_rtn, "part05.gptq.not_clearly_below_rtn", gptq=float(e_gptq), rtn=float(e_rtn))
 
 
 @pytest.mark.weight(2)
@@ -240,7 +239,8 @@ def test_dead_inputs_quantise_to_zero(impl, gen):
     for gs, act in ((-1, False), (16, True)):
         got = impl(MODULE).gptq_quantize(w, x, bits=4, group_size=gs, act_order=act, block_size=16)
         deq = dequant(*got)
-        assert bool(torch.isfinite(deq).all()), "non-finite dequantised weights"
+        expect(bool(torch.isfinite(deq).all()), "part05.gptq.non_finite", count=int((~torch.isfinite(deq)).sum()),
+               total=deq.numel(), group_size=gs)
         if bool(deq[:, list(dead)].ne(0).any()):
             raise Mismatch(f"dequantised weights of dead inputs {dead} are not all 0 (group_size={gs})",
                            ("dead columns (H_ii = 0) not zeroed: their original weights were quantised",
@@ -308,7 +308,7 @@ def test_weight_and_inputs_are_not_modified(impl, gen):
     x = correlated_inputs(gen, 64, 32)
     w0, x0 = w.clone(), x.clone()
     impl(MODULE).gptq_quantize(w, x, bits=4, group_size=8, act_order=True, block_size=8)
-    assert torch.equal(w, w0) and torch.equal(x, x0), "gptq_quantize modified its weight or inputs in place"
+    expect(torch.equal(w, w0) and torch.equal(x, x0), "check.modified_input", name="gptq_quantize")
 
 
 # ---- RTN and dequantisation ------------------------------------------------------------------------

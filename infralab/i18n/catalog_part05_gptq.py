@@ -17,4 +17,31 @@ MESSAGES = {
         "output error {err:.4g} above the reference GPTQ's {ref:.4g} (+2%)",
         "输出误差 {err:.4g} 高于参考 GPTQ 的 {ref:.4g}（+2%）",
     ),
+    "part05.gptq.not_below_rtn": (
+        "GPTQ's output error {gptq:.4g} should be below RTN's {rtn:.4g}",
+        "GPTQ 的输出误差 {gptq:.4g} 应低于 RTN 的 {rtn:.4g}",
+    ),
+    "part05.gptq.not_clearly_below_rtn": (
+        "GPTQ output error {gptq:.4g} is not clearly below RTN's {rtn:.4g} (at most 0.9x): is the error fed back to "
+        "the later columns?",
+        "GPTQ 的输出误差 {gptq:.4g} 没有明显低于 RTN 的 {rtn:.4g}（至多 0.9 倍）：误差有没有反馈到后面的列？",
+    ),
+    "part05.gptq.group_size_one_refused": (
+        "quantize_rtn(group_size=1) raised ValueError({error}): group_size=1 (one column per group) is valid; only "
+        "group_size <= 0 (other than -1) or one not dividing the input dimension is refused",
+        "quantize_rtn(group_size=1) 抛出了 ValueError({error})：group_size=1（每列一组）是合法的；只有 group_size <= 0"
+        "（-1 除外）或不能整除输入维度时才拒绝",
+    ),
+    "part05.gptq.default_group_size": (
+        "default group_size is -1 (one group per row): scales of shape {got}, expected (3, 1)",
+        "默认 group_size 为 -1（每行一组）：scales 的形状是 {got}，应为 (3, 1)",
+    ),
+    "part05.gptq.default_bits": (
+        "default bits is 4 (codes 0..15), got codes up to {got}",
+        "默认 bits 为 4（编码 0..15），实际编码最大到 {got}",
+    ),
+    "part05.gptq.non_finite": (
+        "{count} of {total} dequantised weights are not finite (group_size={group_size})",
+        "反量化后的权重中有 {count} / {total} 个不是有限值（group_size={group_size}）",
+    ),
 }
