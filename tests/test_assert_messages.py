@@ -7,7 +7,8 @@ show a student English text (or pytest's ``assert x == y`` with no words at all)
 zh``, so this scan fails on:
 
 - any ``assert`` statement, with or without a message (``expect`` replaces it);
-- ``raise AssertionError(...)``/``pytest.fail(...)`` given a string literal or f-string;
+- ``raise AssertionError(...)``/``pytest.fail(...)``/``Mismatch(...)`` given a string literal or
+  f-string (a ``Mismatch`` takes ``tr(key, ...)``);
 - an ``expect(...)`` whose key is not a literal key of the catalogue (or a ``tr(...)`` whose literal
   key is not one), or whose keyword fields differ from the ``{fields}`` of its English text (a typo there would only
   surface, as a KeyError, when a student's answer fails).
@@ -30,6 +31,8 @@ def course_test_files(root: Path) -> list[Path]:
 
 
 def _is_text(node: ast.AST) -> bool:
+    if isinstance(node, ast.BinOp):  # "..." + detail, "..." % values
+        return _is_text(node.left) or _is_text(node.right)
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
@@ -86,6 +89,8 @@ def untranslated_checks(path: Path, root: Path = ROOT) -> list[str]:
             if called in ("AssertionError", "fail") and (called != "fail" or _is_pytest_fail(node)) \
                     and any(_is_text(a) for a in node.args):
                 report(node, f"{called}(...) with text outside the catalogue")
+            elif called == "Mismatch" and node.args and _is_text(node.args[0]):
+                report(node, "Mismatch(...) with text outside the catalogue (use tr)")
             elif called in keyed:
                 key = node.args[1 if called == "expect" else 0: 2 if called == "expect" else 1]
                 if called == "tr" and key and not isinstance(key[0], ast.Constant):
@@ -118,6 +123,8 @@ def test_the_scan_finds_each_kind_of_untranslated_check(tmp_path):
         'expect(got == 3, "loop.not_equal", name="x", expected=3, got=got)\n'
         'assert reached(config)  # setup check: the test still reaches the branch\n'
         'raise Mismatch(tr("loop.not_equal", name="x", expected=3, got=got))\n'
-        'self.fail("a state machine helper", got, 3)\n', encoding="utf-8")
+        'self.fail("a state machine helper", got, 3)\n'
+        'raise Mismatch(f"got {got}", ("a label", "标签"))\n'
+        'raise Mismatch("expected " + str(3))\n', encoding="utf-8")
     hits = untranslated_checks(src, tmp_path)
-    assert sorted(int(hit.split(":")[1]) for hit in hits) == [2, 3, 4, 5, 6, 7, 8], hits
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [2, 3, 4, 5, 6, 7, 8, 13, 14], hits

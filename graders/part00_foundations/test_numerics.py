@@ -4,6 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect
 
 MODULE = "part00_foundations.numerics"
@@ -50,9 +51,10 @@ def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
     if not bool(quiet.all()):
         bad = g[~quiet]
         inf = bool(((bad & 0x7FFF) == 0x7F80).any())
-        raise Mismatch(f"{name}: {int((~quiet).sum())} NaN inputs gave non-quiet-NaN patterns, e.g. "
-                       f"{[hex(v) for v in bad[:4].tolist()]} (a quiet NaN is like 0x7FC0)",
-                       "NaN rounded like a number: the carry turned it into infinity" if inf else None)
+        raise Mismatch(tr("part00.fp8_nan_not_quiet", name=name, count=int((~quiet).sum()),
+                          examples=[hex(v) for v in bad[:4].tolist()]),
+                       ("NaN rounded like a number: the carry turned it into infinity",
+                        "把 NaN 当作普通数舍入：进位把它变成了无穷大") if inf else None)
 
 
 @pytest.mark.weight(3)

@@ -12,6 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.mistakes.part01_transformer.sampling import (GLOBAL_RNG, draw_mistakes, mass_strictly_above,
                                                            min_p_mistakes, min_p_ratio, penalty_mistakes, ref_min_p,
                                                            ref_repetition_penalty, ref_top_k, ref_top_p,
@@ -257,8 +258,7 @@ def test_sample_leaves_the_global_rng_alone(impl, seed, gen):
     state = torch.get_rng_state()
     impl(MODULE).sample(z, seed=seed, temperature=1.3, top_p=0.9)
     if not torch.equal(torch.get_rng_state(), state):
-        raise Mismatch("sample changed the global RNG state (torch.manual_seed or draws without the seeded generator)",
-                       GLOBAL_RNG)
+        raise Mismatch(tr("check.global_rng", name="sample"), GLOBAL_RNG)
 
 
 def test_sample_never_draws_a_filtered_token(impl, seed, gen):

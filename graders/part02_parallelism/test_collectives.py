@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.distributed import assert_ring_traffic, run_calls, run_ranks
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part02_parallelism.collectives"
@@ -134,7 +135,7 @@ def test_all_to_all_delivers_chunk_j_to_rank_j(impl, n, size, seed):
     results = run_ranks(impl, MODULE, "all_to_all", [(chunks[r], r, n) for r in range(n)])
     for rank, res in enumerate(results):
         if not isinstance(res.value, (list, tuple)) or len(res.value) != n:
-            raise Mismatch(f"rank {rank}: expected a list of {n} tensors, got {type(res.value).__name__}")
+            raise Mismatch(tr("part02.collectives.chunk_list", rank=rank, n=n, got=type(res.value).__name__))
         for src in range(n):
             assert_close(res.value[src], chunks[src][rank], name=f"rank {rank}'s chunk from rank {src}",
                          mistakes={("returned this rank's own chunks (nothing exchanged)",
@@ -193,7 +194,7 @@ def test_bus_bandwidth_follows_nccl_tests(impl, collective, n):
     size, seconds = 3 * 2**30, 0.0125
     got = impl(MODULE).bus_bandwidth(collective, size, seconds, n)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(f"expected (algbw, busbw), got {got!r}")
+        raise Mismatch(tr("part02.collectives.bandwidth_pair", got=repr(got)))
     algbw = size / seconds / 1e9
     assert_close(torch.tensor([float(v) for v in got], dtype=torch.float64),
                  expected_bandwidth(collective, size, seconds, n), name=f"(algbw, busbw) of {collective}, n={n}",

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn, tolerance
 
 MODULE = "part06_post_training.lora"
@@ -51,7 +52,7 @@ def test_scaling_table(impl, alpha, r, rs, expected):
             alpha / math.sqrt(r): ("alpha / sqrt(r) without rsLoRA (should be alpha / r)",
                                    "不用 rsLoRA 时用了 alpha / sqrt(r)（应为 alpha / r）")}.get(got)
     if not math.isclose(float(got), expected, rel_tol=1e-9):
-        raise Mismatch(f"lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}", hint)
+        raise Mismatch(tr("part06.lora_scaling_value", alpha=alpha, r=r, rs=rs, got=got, expected=expected), hint)
 
 
 # ---- forward, merge, unmerge -------------------------------------------------------------------

@@ -23,4 +23,12 @@ MESSAGES = {
         "{name} must return a tuple of {count} ({fields}), got {got}",
         "{name} 必须返回由 {count} 个元素组成的 tuple（{fields}），实际是 {got}",
     ),
+    "check.global_rng": (
+        "{name} changed torch's global RNG state (torch.manual_seed, or draws without the seeded generator)",
+        "{name} 改变了 torch 的全局随机数状态（调用了 torch.manual_seed，或没有用带种子的生成器采样）",
+    ),
+    "check.nan_elements": (
+        "{name}: {count} NaN elements",
+        "{name}：有 {count} 个 NaN 元素",
+    ),
 }

@@ -75,4 +75,8 @@ MESSAGES = {
         "屋顶线时间：实际 {got}，应为 {expected:g} 秒（访存需 {memory:g} 秒，计算需 {compute:g} 秒）："
         "由较慢的一侧决定（取 max，不是 min，也不是求和）",
     ),
+    "part00.fp8_nan_not_quiet": (
+        "{name}: {count} NaN inputs gave non-quiet-NaN patterns, e.g. {examples} (a quiet NaN is like 0x7FC0)",
+        "{name}：有 {count} 个 NaN 输入得到的不是 quiet NaN 的位模式，例如 {examples}（quiet NaN 形如 0x7FC0）",
+    ),
 }

@@ -48,4 +48,12 @@ MESSAGES = {
         "logits contain NaN ({count} of {total} elements)",
         "logits 含有 NaN（{total} 个元素中有 {count} 个）",
     ),
+    "part01.empty_rows_nan": (
+        "output with empty rows: {count} NaN elements, expected zeros there",
+        "含空行的输出：有 {count} 个 NaN 元素，这些位置应为 0",
+    ),
+    "part01.inv_freq_nan_pairs": (
+        "inv_freq for {scaling}: NaN at pairs {pairs}",
+        "{scaling} 的 inv_freq：第 {pairs} 对是 NaN",
+    ),
 }

@@ -18,4 +18,20 @@ MESSAGES = {
         "must be point-to-point sends and receives",
         "有 rank 没有发送或接收任何消息（每个 rank 发送 {sends} 条，接收 {recvs} 条）：环形算法的消息必须是点对点的收发",
     ),
+    "part02.collectives.bandwidth_pair": (
+        "expected (algbw, busbw), got {got}",
+        "应返回 (algbw, busbw)，实际是 {got}",
+    ),
+    "part02.collectives.chunk_list": (
+        "rank {rank}: expected a list of {n} tensors, got {got}",
+        "rank {rank}：应返回由 {n} 个张量组成的 list，实际是 {got}",
+    ),
+    "part02.zero.flat_not_tensor": (
+        "expected a 1-D tensor, got {got}",
+        "应返回一维张量，实际是 {got}",
+    ),
+    "part02.zero.step_triple": (
+        "rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {got}",
+        "rank {rank}：应返回 (flat_param, exp_avg, exp_avg_sq)，实际是 {got}",
+    ),
 }

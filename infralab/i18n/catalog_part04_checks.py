@@ -88,4 +88,109 @@ MESSAGES = {
         "alpha = 0: only the target's token",
         "alpha = 0：只有目标模型的 token",
     ),
+    "part04.kv.blocks_needed": (
+        "blocks_needed({seq}, {tokens}) with {length} tokens in blocks of {block_size} (last block {shared}): "
+        "expected {expected}, got {got}",
+        "blocks_needed({seq}, {tokens})，已有 {length} 个 token、每块 {block_size} 个（最后一块{shared}）："
+        "应为 {expected}，实际是 {got}",
+    ),
+    "part04.kv.shared": ("shared", "被共享"),
+    "part04.kv.not_shared": ("not shared", "未被共享"),
+    "part04.kv.child_wrote_shared": (
+        "the child wrote into the block it shares with its parent",
+        "子序列写进了它与父序列共享的块",
+    ),
+    "part04.kv.short_fork_wrote_shared": (
+        "after a fork of {length} tokens (less than one block of 4), the {writer} appended into the block it shares "
+        "(block table {table}, shared block {shared}); the other sequence now reads K {read} tokens long",
+        "在 fork 了 {length} 个 token（不足一个 4 token 的块）之后，{writer}追加进了共享的块"
+        "（块表 {table}，共享块 {shared}）；另一个序列现在读到的 K 有 {read} 个 token",
+    ),
+    "part04.kv.parent": ("parent", "父序列"),
+    "part04.kv.child": ("child", "子序列"),
+    "part04.kv.boundary_fork_append": (
+        "the child's append after a fork of 2 full blocks {full}: child's table {table}, {free} blocks free "
+        "(expected {full} + 1 new block, 2 free)",
+        "fork 了 2 个满块 {full} 之后子序列的追加：子序列块表为 {table}，空闲 {free} 个块（应为 {full} 加 1 个新块，空闲 2 个）",
+    ),
+    "part04.kv.free_after_parent_freed": (
+        "after freeing the parent of a fork, {got} blocks are free, expected 4",
+        "释放 fork 的父序列后空闲块为 {got} 个，应为 4 个",
+    ),
+    "part04.kv.failed_append_changed": (
+        "{what} changed the cache's {key}: {before} -> {after}",
+        "{what}改变了缓存的 {key}：{before} -> {after}",
+    ),
+    "part04.kv.a_failed_append": ("a failed append", "一次失败的 append "),
+    "part04.kv.refused_fitting": (
+        "{what}: append of {tokens} tokens raised MemoryError ({error}) with {free} blocks free, enough for it",
+        "{what}：追加 {tokens} 个 token 时抛出了 MemoryError（{error}），而空闲的 {free} 个块足够",
+    ),
+    "part04.kv.no_memory_error": (
+        "append of {tokens} tokens needed {need} blocks with {free} free, yet did not raise MemoryError",
+        "追加 {tokens} 个 token 需要 {need} 个块，只有 {free} 个空闲，却没有抛出 MemoryError",
+    ),
+    "part04.kv.full_blocks_moved": (
+        "append to sequence {seq} changed its full blocks: {before} -> {after}",
+        "向序列 {seq} 追加改变了它的满块：{before} -> {after}",
+    ),
+    "part04.kv.blocks_taken": (
+        "append of {tokens} tokens to sequence {seq} ({length} tokens, table {table}) took {taken} blocks from the "
+        "free list, expected {need}",
+        "向序列 {seq}（{length} 个 token，块表 {table}）追加 {tokens} 个 token 从空闲列表取走了 {taken} 个块，应为 {need} 个",
+    ),
+    "part04.kv.ref_count_vs_tables": (
+        "block {block} has ref_count {got} but {holders} tables hold it",
+        "块 {block} 的 ref_count 为 {got}，但有 {holders} 个块表持有它",
+    ),
+    "part04.spec.accepted_range": (
+        "num_accepted outside 0..{k}: {got}",
+        "num_accepted 超出了 0..{k}：{got}",
+    ),
+    "part04.spec.accepted_not_drafts": (
+        "the first num_accepted output tokens of a row are not its draft tokens",
+        "某行输出的前 num_accepted 个 token 不是它的草稿 token",
+    ),
+    "part04.spec.no_token_after": (
+        "row {row}: no token after its {accepted} accepted draft tokens",
+        "第 {row} 行：在 {accepted} 个被接受的草稿 token 之后没有 token",
+    ),
+    "part04.spec.tail_not_padded": (
+        "tokens after the resampled or bonus token are not -1",
+        "重采样或额外 token 之后的位置不是 -1",
+    ),
+    "part04.spec.mean_tokens": (
+        "mean tokens per step {mean:.4f}, expected (1 - a^(K+1)) / (1 - a) = {expected:.4f} (a = {alpha:.4f}, "
+        "K = {k}); a correct sampler is within {bound:.4f} with probability > 1 - 1e-9",
+        "每步平均 token 数为 {mean:.4f}，应为 (1 - a^(K+1)) / (1 - a) = {expected:.4f}（a = {alpha:.4f}，K = {k}）；"
+        "正确的采样器以大于 1 - 1e-9 的概率落在 {bound:.4f} 之内",
+    ),
+    "part04.spec.row_outcome": (
+        "draft {draft}: output {got} with {accepted} accepted, expected {expected} with {want_accepted}",
+        "草稿 {draft}：输出 {got}，接受了 {accepted} 个；应为 {expected}，接受 {want_accepted} 个",
+    ),
+    "part04.spec.tokens_per_step_value": (
+        "expected_tokens_per_step({alpha}, {k}) = {got}, expected {expected}",
+        "expected_tokens_per_step({alpha}, {k}) = {got}，应为 {expected}",
+    ),
+    "part04.kv.what_fork_append": (
+        "the {writer}'s append after a fork of {length} tokens",
+        "fork 了 {length} 个 token 之后{writer}的追加",
+    ),
+    "part04.kv.what_boundary_append": (
+        "the child's append after a fork at a block boundary",
+        "在块边界 fork 之后子序列的追加",
+    ),
+    "part04.kv.what_last_slots": (
+        "with no free block, 3 tokens into the 3 free slots of the last block",
+        "没有空闲块时，把 3 个 token 放进最后一块的 3 个空位",
+    ),
+    "part04.kv.what_one_free_block": (
+        "3 tokens needing the 1 free block",
+        "需要那 1 个空闲块的 3 个 token",
+    ),
+    "part04.kv.what_sequence": (
+        "sequence {seq} of {length} tokens",
+        "有 {length} 个 token 的序列 {seq}",
+    ),
 }

@@ -44,4 +44,40 @@ MESSAGES = {
         "{count} of {total} dequantised weights are not finite (group_size={group_size})",
         "反量化后的权重中有 {count} / {total} 个不是有限值（group_size={group_size}）",
     ),
+    "part05.gptq.hessian_shape": (
+        "Hessian: expected shape ({cols}, {cols}), got ({n}, {n})",
+        "Hessian：形状应为 ({cols}, {cols})，实际是 ({n}, {n})",
+    ),
+    "part05.gptq.group_scales_shape": (
+        "scales: expected shape (8, 4), one per group, got (8, 1)",
+        "scales：形状应为 (8, 4)，每组一个，实际是 (8, 1)",
+    ),
+    "part05.gptq.bad_scales": (
+        "scales: {count} are zero, negative or not finite",
+        "scales：有 {count} 个为零、负数或非有限值",
+    ),
+    "part05.gptq.dead_inputs": (
+        "dequantised weights of dead inputs {dead} are not all 0 (group_size={group_size})",
+        "死输入 {dead} 的反量化权重不全为 0（group_size={group_size}）",
+    ),
+    "part05.gptq.singular_hessian": (
+        "gptq_quantize failed on a singular Hessian: {error}",
+        "gptq_quantize 在奇异的 Hessian 上失败了：{error}",
+    ),
+    "part05.gptq.group_size_one_raised": (
+        "group_size=1 raised ValueError ({error})",
+        "group_size=1 抛出了 ValueError（{error}）",
+    ),
+    "part05.gptq.default_scales_shape": (
+        "{name}: scales of shape {got}, expected (4, 1)",
+        "{name}：scales 的形状为 {got}，应为 (4, 1)",
+    ),
+    "part05.gptq.codes_beyond_4_bits": (
+        "{name}: codes up to {got}, but 4 bits allow 0..15",
+        "{name}：编码最大到 {got}，但 4 位只允许 0..15",
+    ),
+    "part05.gptq.with_block_size": (
+        "with block_size={block}: {message}",
+        "block_size={block} 时：{message}",
+    ),
 }

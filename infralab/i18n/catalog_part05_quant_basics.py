@@ -14,4 +14,8 @@ MESSAGES = {
         "expected torch.float8_e4m3fn, got {got}",
         "应为 torch.float8_e4m3fn，实际是 {got}",
     ),
+    "part05.quant_basics.channel_scale_shape": (
+        "scale (channel): expected shape (2, 1), got {got}",
+        "scale（按通道）：形状应为 (2, 1)，实际是 {got}",
+    ),
 }

@@ -75,4 +75,8 @@ MESSAGES = {
         "(sign flipped?)",
         "提高 chosen 回复的对数概率必须降低 DPO 损失；{total} 对中有 {count} 对没有降低（符号反了？）",
     ),
+    "part06.lora_scaling_value": (
+        "lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}",
+        "lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}，应为 {expected}",
+    ),
 }

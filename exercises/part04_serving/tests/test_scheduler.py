@@ -13,6 +13,7 @@ SCHEDULED = 'schedule()["scheduled"]'
 
 def expect_step(got, expected, what, note=None):
     """``got == expected``, or a failure naming the call, both values and, given, why (a part04 key)."""
+    __tracebackhide__ = True  # the student reads the test line that called it
     if note is None:
         expect(got == expected, "check.value", what=what, expected=expected, got=got)
     else:

@@ -6,6 +6,7 @@ recorded inputs, ``golden.ref.*`` returns the recorded expected values and known
 import pytest
 import torch
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.quant_basics"
@@ -17,7 +18,7 @@ def test_absmax_int8_per_channel_hand_example(impl, golden):
     wrong_axis = golden.ref.SCALES_ON_INPUT_AXIS
     shape = tuple(check_tensor(scale, dtype=torch.float32, name="scale").shape)
     if shape != (2, 1):  # one scale per output row
-        raise Mismatch(f"scale (channel): expected shape (2, 1), got {shape}",
+        raise Mismatch(tr("part05.quant_basics.channel_scale_shape", got=shape),
                        wrong_axis if shape in ((1, 3), (3, 1), (3,)) else None)
     assert_close(scale, torch.tensor([[1.0], [2.0 / 127]]), name="per-channel scales (out, 1)",
                  mistakes=golden.ref.scale_mistakes(w, 8, "channel", 0))
