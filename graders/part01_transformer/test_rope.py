@@ -199,7 +199,8 @@ def test_yarn_bounds_are_clamped_and_guarded(impl, d, base, scaling, state, reac
     assert reached(*yarn_bounds(d, base, scaling), d), f"the test's YaRN config no longer reaches {state}"  # setup check
     got, _ = impl(MODULE).rope_inv_freq(d, base=base, scaling=scaling)
     if isinstance(got, torch.Tensor) and bool(torch.isnan(got).any()) and "guard" in state:
-        raise Mismatch(tr("part01.inv_freq_nan_pairs", scaling=scaling, pairs=torch.isnan(got).nonzero().flatten().tolist()),
+        raise Mismatch(tr("part01.inv_freq_nan_pairs", scaling=scaling,
+                          pairs=torch.isnan(got).nonzero().flatten().tolist()),
                        ("YaRN's ramp divides by high - low without the guard: when low == high, add 0.001 to high",
                         "YaRN 的斜坡除以 high - low 时没有保护：low == high 时应给 high 加 0.001"))
     check_inv_freq(impl(MODULE), d, base, scaling)

@@ -179,8 +179,9 @@ def test_filters_keep_dtype_and_leave_input_untouched(impl, gen, name):
     z = randn(3, 17, generator=gen, dtype=torch.bfloat16)
     before = z.clone()
     out = getattr(impl(MODULE), name)(z, *FILTERS[name])
-    expect(isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == z.shape, "part01.filter_output",
-           name=name, dtype=getattr(out, "dtype", type(out)), shape=tuple(getattr(out, "shape", ())))
+    expect(isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == z.shape,
+           "part01.filter_output", name=name, dtype=getattr(out, "dtype", type(out)),
+           shape=tuple(getattr(out, "shape", ())))
     expect(torch.equal(z, before), "check.modified_input", name=name)
 
 

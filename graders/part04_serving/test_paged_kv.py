@@ -36,7 +36,8 @@ def snapshot(cache, seq_ids, num_blocks):
 def assert_unchanged(before, after, what):
     for key in ("free", "refs", "tables", "lens"):
         if before[key] != after[key]:
-            raise Mismatch(tr("part04.kv.failed_append_changed", what=what, key=key, before=before[key], after=after[key]),
+            raise Mismatch(tr("part04.kv.failed_append_changed", what=what, key=key, before=before[key],
+                              after=after[key]),
                            ("an append that failed midway and kept what it had allocated (not all-or-nothing)",
                             "append 中途失败却保留了已分配的块（不是全有或全无）"))
     for s, (k, v) in before["data"].items():
@@ -342,7 +343,8 @@ class CacheMachine(RuleBasedStateMachine):
         for b in range(self.num_blocks):
             holders = sum(t.count(b) for t in tables)
             if self.cache.ref_count(b) != holders:
-                raise Mismatch(tr("part04.kv.ref_count_vs_tables", block=b, got=self.cache.ref_count(b), holders=holders))
+                raise Mismatch(tr("part04.kv.ref_count_vs_tables", block=b, got=self.cache.ref_count(b),
+                                  holders=holders))
         used = {b for t in tables for b in t}
         free = self.cache.num_free_blocks()
         expect(free == self.num_blocks - len(used), "part04.kv.free_count", got=free, used=len(used),

@@ -396,8 +396,9 @@ def test_asymmetric_groups_that_are_all_zero_or_one_signed(impl, gen, bits):
 def assert_all_finite_params(got):
     scales = got[1]
     if isinstance(scales, torch.Tensor) and not bool((scales.isfinite() & (scales > 0)).all()):
-        raise Mismatch(tr("part05.gptq.bad_scales", count=int((~(scales.isfinite() & (scales > 0))).sum())), ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
-                                   "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
+        raise Mismatch(tr("part05.gptq.bad_scales", count=int((~(scales.isfinite() & (scales > 0))).sum())),
+                       ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
+                        "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
 
 
 @pytest.mark.weight(2)
