@@ -10,6 +10,10 @@ Every numerical check in the course goes through :func:`assert_close`:
   of known mistakes (``mistakes={"interleaved pairs instead of rotate-half": wrong}``), which
   known mistake the answer looks like.
 
+A check that is not a numerical comparison (a count, a property, a returned structure) goes through
+:func:`expect`, never a bare ``assert``: its message comes from the catalogue, in the run's language,
+with the values that differ as fields.
+
 Output buffers a student's code writes into are created poisoned (:func:`poisoned`) so that a
 kernel that forgets to write part of its output cannot pass on leftover memory.
 """
@@ -44,6 +48,15 @@ class Mismatch(AssertionError):
         diagnosis = None if diagnosis is None else localized(diagnosis)  # (english, chinese) -> this language
         super().__init__(message if diagnosis is None else f"{message}\n{tr('core.looks_like', diagnosis=diagnosis)}")
         self.diagnosis = diagnosis
+
+
+def expect(condition: object, key: str, **fields: object) -> None:
+    """Raise :class:`Mismatch` with the catalogue message ``key`` (infralab/i18n, in the run's
+    language, formatted with ``fields``) unless ``condition`` holds: the test's ``assert`` for a
+    check a student can fail. ``fields`` are evaluated before the check, so pass values that are
+    cheap and safe to compute whatever the answer is (``getattr(out, "shape", None)``)."""
+    if not condition:
+        raise Mismatch(tr(key, **fields))
 
 
 def tolerance(dtype: torch.dtype, reduction: int | None = None) -> tuple[float, float]:
@@ -137,7 +150,7 @@ def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
     if bool(torch.isnan(a).any()):
         head = tr("loop.nan_elements", name=name, count=int(torch.isnan(a).sum()), total=n)
     elif bool(torch.isinf(a[~torch.isinf(e)]).any()) if e.numel() else False:
-        head = f"{name}: contains Inf where finite values were expected"
+        head = tr("loop.inf_elements", name=name)
     else:
         head = tr("loop.differ", name=name, count=n_bad, total=n, percent=100.0 * n_bad / n, rtol=rtol, atol=atol)
     diff = torch.where(bad, (a - e).abs().nan_to_num(nan=math.inf), torch.zeros_like(a))

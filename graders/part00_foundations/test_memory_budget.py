@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, assert_equal
+from infralab.testing import assert_close, assert_equal, expect
 
 MODULE = "part00_foundations.memory_budget"
 
@@ -101,8 +101,8 @@ def state_mistakes(P: float, dp: int, stage: int) -> dict:
 
 
 def as_row(got) -> torch.Tensor:
-    assert isinstance(got, dict) and set(got) == {"params", "grads", "optimizer", "total"}, \
-        f"expected a dict with keys params, grads, optimizer, total; got {got!r}"
+    expect(isinstance(got, dict) and set(got) == {"params", "grads", "optimizer", "total"}, "part00.states_dict",
+           got=repr(got))
     return f64([float(got[k]) for k in ("params", "grads", "optimizer", "total")])
 
 

@@ -4,7 +4,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect
 
 MODULE = "part00_foundations.numerics"
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -50,9 +51,10 @@ def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
     if not bool(quiet.all()):
         bad = g[~quiet]
         inf = bool(((bad & 0x7FFF) == 0x7F80).any())
-        raise Mismatch(f"{name}: {int((~quiet).sum())} NaN inputs gave non-quiet-NaN patterns, e.g. "
-                       f"{[hex(v) for v in bad[:4].tolist()]} (a quiet NaN is like 0x7FC0)",
-                       "NaN rounded like a number: the carry turned it into infinity" if inf else None)
+        raise Mismatch(tr("part00.fp8_nan_not_quiet", name=name, count=int((~quiet).sum()),
+                          examples=[hex(v) for v in bad[:4].tolist()]),
+                       ("NaN rounded like a number: the carry turned it into infinity",
+                        "把 NaN 当作普通数舍入：进位把它变成了无穷大") if inf else None)
 
 
 @pytest.mark.weight(3)
@@ -88,7 +90,7 @@ def test_bf16_bits_leave_the_input_untouched(impl):
     bits = as_int32(torch.tensor([0x3F808000, 0x7F7FFFFF, 0x7F800001]))
     before = bits.clone()
     impl(MODULE).bf16_bits(bits)
-    assert torch.equal(bits, before), "bf16_bits modified its input in place"
+    expect(torch.equal(bits, before), "check.modified_input", name="bf16_bits")
 
 
 # ---- format ranges -------------------------------------------------------------------------------
@@ -224,8 +226,8 @@ def test_fp8_round_equals_torch_cast_on_arbitrary_floats(impl, fmt, values):
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
 def test_fp8_round_keeps_nan_a_nan(impl, fmt):
     got = impl(MODULE).fp8_round(torch.tensor([float("nan"), 1.0, -float("nan")]), fmt)
-    assert isinstance(got, torch.Tensor) and got.shape == (3,) and bool(torch.isnan(got[[0, 2]]).all()), \
-        f"{fmt}: NaN inputs must stay NaN, got {got}"
+    expect(isinstance(got, torch.Tensor) and got.shape == (3,) and bool(torch.isnan(got[[0, 2]]).all()),
+           "part00.fp8_nan_stays_nan", fmt=fmt, got=got)
 
 
 def test_fp8_round_rejects_unknown_formats(impl):
@@ -243,8 +245,8 @@ def test_fp8_scaled_round_with_current_scaling(impl, fmt, log_scale, seed):
     fmax = torch.finfo(FP8[fmt]).max
     deq, scale = impl(MODULE).fp8_scaled_round(x, fmt)
     expected_scale = float(x.abs().max()) / fmax
-    assert isinstance(scale, float) and scale == pytest.approx(expected_scale, rel=1e-6), \
-        f"scale: expected amax / max = {expected_scale:g}, got {scale!r}"
+    expect(isinstance(scale, float) and scale == pytest.approx(expected_scale, rel=1e-6), "part00.fp8_scale",
+           fmt=fmt, expected=expected_scale, got=repr(scale))
     expected = torch_fp8(x / expected_scale, fmt) * expected_scale
     assert_close(deq, expected, name=f"{fmt} scaled round trip",
                  mistakes={("scale inverted (x * scale instead of x / scale)",
@@ -258,7 +260,7 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
     x = torch.randn(200, generator=gen) * 10
     scale = float(x.abs().max()) / torch.finfo(FP8[fmt]).max / 4   # last step's amax was 4x smaller
     deq, used = impl(MODULE).fp8_scaled_round(x, fmt, scale=scale)
-    assert used == scale, f"the given scale must be used as is: gave {scale!r}, got {used!r}"
+    expect(used == scale, "part00.fp8_given_scale", scale=repr(scale), got=repr(used))
     assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=f"{fmt} round trip with a stale scale",
                  mistakes={("overflow not saturated (NaN for e4m3, inf for e5m2)",
                             "溢出没有饱和（e4m3 得到 NaN，e5m2 得到 inf）"):
@@ -267,7 +269,7 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
 
 def test_fp8_scaled_round_of_zeros_uses_scale_one(impl):
     deq, scale = impl(MODULE).fp8_scaled_round(torch.zeros(5), "e4m3")
-    assert scale == 1.0, f"an all-zero tensor has no amax: the scale must be 1.0, got {scale!r}"
+    expect(scale == 1.0, "part00.fp8_zero_scale", got=repr(scale))
     assert_close(deq, torch.zeros(5), name="round trip of zeros")
 
 

@@ -8,6 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.mistakes.part01_transformer.attention import (EMPTY_ROWS_NAN, HALF_SCORES_OVERFLOW, check_attention,
                                                             qkv, reference_attention, reference_mask)
 from infralab.testing import Mismatch, assert_close, assert_equal
@@ -127,7 +128,7 @@ def test_rows_without_a_visible_key_are_zero(impl, gen):
     got = impl(MODULE).attention(q, k, v, causal=True, key_padding_mask=padding)
     expected = reference_attention(q, k, v, reference_mask(6, 4, True, None, padding))
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and bool(got.isnan().any()):
-        raise Mismatch(f"output with empty rows: {int(got.isnan().sum())} NaN elements, expected zeros there",
+        raise Mismatch(tr("part01.empty_rows_nan", count=int(got.isnan().sum())),
                        EMPTY_ROWS_NAN)
     assert_close(got, expected, name="output with empty rows")
 
@@ -152,7 +153,8 @@ def test_half_precision_inputs_with_large_scores_stay_finite(impl, gen, dtype):
     q, k, v = qkv(gen, 1, 2, 2, 4, 6, 64, dtype=dtype, scale=100.0)
     got = impl(MODULE).attention(q, k, v, causal=True, scale=1.0)
     if isinstance(got, torch.Tensor) and bool(got.isnan().any()):
-        raise Mismatch(f"{dtype} output: {int(got.isnan().sum())} NaN elements", HALF_SCORES_OVERFLOW)
+        raise Mismatch(tr("check.nan_elements", name=f"{dtype} output", count=int(got.isnan().sum())),
+                       HALF_SCORES_OVERFLOW)
     check_attention(impl(MODULE), q, k, v, causal=True, scale=1.0)
 
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.mistakes.part01_transformer.ffn import ffn_mistakes, gated_ffn, gelu_erf, gelu_tanh, silu
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, expect, randn
 
 MODULE = "part01_transformer.ffn"
 
@@ -45,7 +45,7 @@ def test_square_weights_are_used_in_linear_layout(impl, gen):
 def test_swiglu_in_half_precision(impl, gen, dtype):
     x = randn(4, 16, generator=gen, dtype=dtype)
     got = impl(MODULE).swiglu(x, *weights(gen, 16, 32, dtype=dtype))
-    assert got.dtype == dtype, f"expected the input dtype {dtype}, got {got.dtype}"
+    expect(got.dtype == dtype, "part01.keeps_dtype", name="swiglu", expected=dtype, got=got.dtype)
     check(impl(MODULE), "swiglu", x, weights(gen, 16, 32, dtype=dtype), silu)
 
 
@@ -71,4 +71,4 @@ def test_ffn_leaves_its_input_untouched(impl, gen):
     x = randn(3, 8, generator=gen)
     before = x.clone()
     impl(MODULE).swiglu(x, *weights(gen, 8, 16))
-    assert torch.equal(x, before), "swiglu modified its input in place"
+    expect(torch.equal(x, before), "check.modified_input", name="swiglu")

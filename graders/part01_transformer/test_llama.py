@@ -61,7 +61,7 @@ def test_rms_norm_eps_is_inside_the_square_root(impl, seed, gen):
 @pytest.mark.weight(2)
 def test_tied_embeddings_use_embed_tokens_as_the_lm_head(impl, seed, gen):
     weights, config, hf = model(seed, tie_word_embeddings=True)
-    assert "lm_head.weight" not in weights
+    assert "lm_head.weight" not in weights  # setup check: the test's own tied weights
     ids = torch.randint(0, VOCAB, (1, 8), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
     assert_close(logits, hf_logits(hf, ids), name="logits with tied embeddings vs HF",

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.mistakes.part01_transformer.rmsnorm import ln_mistakes, reference_rms_norm, rms_mistakes
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, expect, randn
 
 MODULE = "part01_transformer.rmsnorm"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -58,8 +58,8 @@ def test_rms_norm_keeps_dtype_and_leaves_input_untouched(impl, gen):
     w = torch.ones(40, dtype=torch.bfloat16)
     before = x.clone()
     y = impl(MODULE).rms_norm(x, w, eps=1e-6)
-    assert y.dtype == torch.bfloat16, f"expected the input dtype bfloat16, got {y.dtype}"
-    assert torch.equal(x, before), "rms_norm modified its input in place"
+    expect(y.dtype == torch.bfloat16, "part01.keeps_dtype", name="rms_norm", expected=torch.bfloat16, got=y.dtype)
+    expect(torch.equal(x, before), "check.modified_input", name="rms_norm")
     assert_close(y, reference_rms_norm(before, w, 1e-6))
 
 

@@ -10,7 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import Mismatch, assert_close, randn
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, expect, randn
 
 MODULE = "part01_transformer.rope"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -132,9 +133,9 @@ def check_inv_freq(rope, d, base, scaling, seq_len=None):
     got, got_scaling = rope.rope_inv_freq(d, base=base, scaling=scaling, seq_len=seq_len)
     expected, expected_scaling = reference_inv_freq(d, base, scaling, seq_len)
     assert_close(got, expected, name=f"inv_freq for {scaling}", mistakes=inv_freq_mistakes(d, base, scaling, seq_len))
-    assert isinstance(got_scaling, (float, int)), f"attention_scaling must be a float, got {type(got_scaling).__name__}"
-    assert math.isclose(got_scaling, expected_scaling, rel_tol=1e-6), \
-        f"attention_scaling for {scaling}: expected {expected_scaling:.6g}, got {got_scaling!r}"
+    expect(isinstance(got_scaling, (float, int)), "part01.attention_scaling_type", got=type(got_scaling).__name__)
+    expect(math.isclose(got_scaling, expected_scaling, rel_tol=1e-6), "part01.attention_scaling_value",
+           scaling=scaling, expected=expected_scaling, got=repr(got_scaling))
 
 
 HEAD_DIMS = st.sampled_from([4, 16, 64, 128])
@@ -195,10 +196,11 @@ YARN_EDGES = [  # (d, base, scaling, what it reaches, the unclamped bounds reach
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("d,base,scaling,state,reached", YARN_EDGES, ids=["low-below-0", "high-above-D-1", "low-equals-high"])
 def test_yarn_bounds_are_clamped_and_guarded(impl, d, base, scaling, state, reached):
-    assert reached(*yarn_bounds(d, base, scaling), d), f"the test's YaRN config no longer reaches {state}"
+    assert reached(*yarn_bounds(d, base, scaling), d), f"the test's YaRN config no longer reaches {state}"  # setup check
     got, _ = impl(MODULE).rope_inv_freq(d, base=base, scaling=scaling)
     if isinstance(got, torch.Tensor) and bool(torch.isnan(got).any()) and "guard" in state:
-        raise Mismatch(f"inv_freq for {scaling}: NaN at pairs {torch.isnan(got).nonzero().flatten().tolist()}",
+        raise Mismatch(tr("part01.inv_freq_nan_pairs", scaling=scaling,
+                          pairs=torch.isnan(got).nonzero().flatten().tolist()),
                        ("YaRN's ramp divides by high - low without the guard: when low == high, add 0.001 to high",
                         "YaRN 的斜坡除以 high - low 时没有保护：low == high 时应给 high 加 0.001"))
     check_inv_freq(impl(MODULE), d, base, scaling)
@@ -211,13 +213,13 @@ def test_rope_inv_freq_defaults_to_base_10000_without_scaling(impl):
                  mistakes={(f"the default base is {b:g}, not 10000",
                             f"默认 base 是 {b:g}，而不是 10000"): reference_inv_freq(d, b)[0]
                            for b in (500000.0, 1e6, 1e5, 1000.0)})
-    assert scaling == 1.0, f"attention_scaling without scaling must be 1.0, got {scaling!r}"
+    expect(scaling == 1.0, "part01.attention_scaling_one", got=repr(scaling))
 
 
 def test_rope_cos_sin_defaults_to_no_offset_and_no_scaling(impl):
     inv_freq = reference_inv_freq(16, 10000.0)[0]
     got = impl(MODULE).rope_cos_sin(inv_freq, 12)
-    assert isinstance(got, tuple) and len(got) == 2, "rope_cos_sin must return the tuple (cos, sin)"
+    expect(isinstance(got, tuple) and len(got) == 2, "part01.cos_sin_tuple", got=type(got).__name__)
     cos, sin = reference_cos_sin(inv_freq, 12, 0, 1.0)
     default = got[0][0, 0].item() if isinstance(got[0], torch.Tensor) and got[0].dim() == 2 else float("nan")
     for k, (name, want) in enumerate((("cos", cos), ("sin", sin))):
@@ -278,7 +280,7 @@ def cos_sin_mistakes(inv_freq, seq_len, offset, scaling):
 
 def check_cos_sin(rope, inv_freq, seq_len, offset, scaling):
     got = rope.rope_cos_sin(inv_freq, seq_len, offset=offset, attention_scaling=scaling)
-    assert isinstance(got, tuple) and len(got) == 2, "rope_cos_sin must return the tuple (cos, sin)"
+    expect(isinstance(got, tuple) and len(got) == 2, "part01.cos_sin_tuple", got=type(got).__name__)
     expected = reference_cos_sin(inv_freq, seq_len, offset, scaling)
     mistakes = cos_sin_mistakes(inv_freq, seq_len, offset, scaling)
     for k, name in enumerate(("cos", "sin")):
@@ -380,7 +382,7 @@ def test_apply_rope_keeps_the_input_untouched(impl, gen):
     before = x.clone()
     cos, sin = reference_cos_sin(reference_inv_freq(8, 10000.0)[0], 5, 0, 1.0)
     impl(MODULE).apply_rope(x, cos, sin)
-    assert torch.equal(x, before), "apply_rope modified its input in place"
+    expect(torch.equal(x, before), "check.modified_input", name="apply_rope")
 
 
 @pytest.mark.weight(2)

@@ -12,12 +12,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infralab.i18n import tr
 from infralab.mistakes.part01_transformer.sampling import (GLOBAL_RNG, draw_mistakes, mass_strictly_above,
                                                            min_p_mistakes, min_p_ratio, penalty_mistakes, ref_min_p,
                                                            ref_repetition_penalty, ref_top_k, ref_top_p,
                                                            top_k_mistakes, top_p_mistakes)
 from infralab.stats import assert_draws_follow, threshold_clear_of, tv_bound, tv_distance
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part01_transformer.sampling"
 NEG_INF = float("-inf")
@@ -178,9 +179,10 @@ def test_filters_keep_dtype_and_leave_input_untouched(impl, gen, name):
     z = randn(3, 17, generator=gen, dtype=torch.bfloat16)
     before = z.clone()
     out = getattr(impl(MODULE), name)(z, *FILTERS[name])
-    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == z.shape, \
-        f"{name}: expected a (3, 17) bfloat16 tensor, got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
-    assert torch.equal(z, before), f"{name} modified its input in place"
+    expect(isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == z.shape,
+           "part01.filter_output", name=name, dtype=getattr(out, "dtype", type(out)),
+           shape=tuple(getattr(out, "shape", ())))
+    expect(torch.equal(z, before), "check.modified_input", name=name)
 
 
 def test_invalid_parameters_raise_value_error(impl):
@@ -212,7 +214,7 @@ def test_sample_follows_the_tempered_distribution(impl, seed, gen, temperature):
     assert_equal(tuple(draws.shape), (DRAWS,), name="shape of the draws")
     expected = torch.softmax(z.double() / temperature, -1)
     wrong = draw_mistakes(z, temperature)
-    assert min(tv_distance(expected, w) for w in wrong.values()) > 2 * tv_bound(8, DRAWS)  # the test has teeth
+    assert min(tv_distance(expected, w) for w in wrong.values()) > 2 * tv_bound(8, DRAWS)  # setup check: the test has teeth
     assert_draws_follow(draws, expected, name=f"draws at T={temperature}", mistakes=wrong)
 
 
@@ -249,7 +251,7 @@ def test_sample_is_reproducible_for_a_seed_and_varies_with_it(impl, seed, gen):
     torch.manual_seed(seed + 12345)  # the global RNG must play no part
     assert_equal(m.sample(z, seed=seed), first, name="draws repeated with the same seed")
     other = m.sample(z, seed=seed + 1)
-    assert not torch.equal(other, first), "seed and seed + 1 gave the same 1000 draws: the seed is not used"
+    expect(not torch.equal(other, first), "check.seed_unused", name="sample")
 
 
 def test_sample_leaves_the_global_rng_alone(impl, seed, gen):
@@ -257,8 +259,7 @@ def test_sample_leaves_the_global_rng_alone(impl, seed, gen):
     state = torch.get_rng_state()
     impl(MODULE).sample(z, seed=seed, temperature=1.3, top_p=0.9)
     if not torch.equal(torch.get_rng_state(), state):
-        raise Mismatch("sample changed the global RNG state (torch.manual_seed or draws without the seeded generator)",
-                       GLOBAL_RNG)
+        raise Mismatch(tr("check.global_rng", name="sample"), GLOBAL_RNG)
 
 
 def test_sample_never_draws_a_filtered_token(impl, seed, gen):
@@ -266,8 +267,8 @@ def test_sample_never_draws_a_filtered_token(impl, seed, gen):
     draws = impl(MODULE).sample(z, seed=seed, top_k=3)
     allowed = ref_top_k(z, 3).gather(-1, draws.long().unsqueeze(-1)).squeeze(-1)
     n_bad = int(torch.isinf(allowed).sum())
-    assert n_bad == 0, f"{n_bad} of 4000 draws picked a token outside the top-3"
-    assert math.isfinite(float(allowed.sum()))
+    expect(n_bad == 0, "part01.outside_top_k", count=n_bad, total=4000)
+    assert math.isfinite(float(allowed.sum()))  # setup check: holds whenever n_bad == 0
 
 
 # ---------------------------------------------------------------- defaults and bounds (found by validate --mutate)
@@ -289,8 +290,7 @@ def test_sample_applies_each_filter_on_its_own(impl, seed, gen, name, value):
     got = impl(MODULE).sample(z, seed=seed, **{name: value})
     option = f"{name}={value}"
     n_bad = int((got != z.argmax(-1)).sum())
-    assert n_bad == 0, (f"sample(..., {option}) must keep only each row's top token, but {n_bad} of 500 draws "
-                        f"picked another: the {name} filter was not applied when only {name} is given")
+    expect(n_bad == 0, "part01.filter_alone", option=option, count=n_bad, name=name)
 
 
 def test_min_p_zero_and_one_are_valid_bounds(impl, gen):

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.distributed import assert_ring_traffic, run_calls, run_ranks
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part02_parallelism.collectives"
 DTYPES = [torch.float32, torch.float64, torch.int64]
@@ -81,7 +82,7 @@ def test_ring_all_reduce_keeps_shape_and_leaves_inputs_untouched(impl, gen, n, s
     results = run_ranks(impl, MODULE, "ring_all_reduce", per_rank(xs, n))
     for rank, res in enumerate(results):
         assert_close(res.value, sum(before), name=f"rank {rank}", mistakes=all_reduce_mistakes(before, rank))
-    assert all(torch.equal(x, b) for x, b in zip(xs, before)), "ring_all_reduce modified its input in place"
+    expect(all(torch.equal(x, b) for x, b in zip(xs, before)), "check.modified_input", name="ring_all_reduce")
 
 
 @pytest.mark.weight(3)
@@ -92,7 +93,7 @@ def test_ring_all_reduce_sends_2_n_minus_1_chunk_sized_messages_to_the_next_rank
     results = run_ranks(impl, MODULE, "ring_all_reduce", per_rank(xs, n))
     assert_ring_traffic(results, numel, n, phases=2, name="ring_all_reduce")
     total = sum(size for res in results for _, size in res.sends)
-    assert total == 2 * (n - 1) * numel, f"all ranks together sent {total} elements; a ring sends 2(n-1) x numel = {2 * (n - 1) * numel}"
+    expect(total == 2 * (n - 1) * numel, "part02.collectives.ring_total", total=total, expected=2 * (n - 1) * numel)
 
 
 @given(n=st.integers(1, 4), numel=st.integers(1, 19), seed=st.integers(0, 2**31 - 1))
@@ -134,22 +135,24 @@ def test_all_to_all_delivers_chunk_j_to_rank_j(impl, n, size, seed):
     results = run_ranks(impl, MODULE, "all_to_all", [(chunks[r], r, n) for r in range(n)])
     for rank, res in enumerate(results):
         if not isinstance(res.value, (list, tuple)) or len(res.value) != n:
-            raise Mismatch(f"rank {rank}: expected a list of {n} tensors, got {type(res.value).__name__}")
+            raise Mismatch(tr("part02.collectives.chunk_list", rank=rank, n=n, got=type(res.value).__name__))
         for src in range(n):
             assert_close(res.value[src], chunks[src][rank], name=f"rank {rank}'s chunk from rank {src}",
                          mistakes={("returned this rank's own chunks (nothing exchanged)",
                                     "返回了本 rank 自己的块（没有交换）"): chunks[rank][src]})
         sent_to = sorted(d for d, _ in res.sends)
-        assert sent_to == [q for q in range(n) if q != rank], \
-            f"rank {rank} sent to {sent_to}; all-to-all sends one chunk to every other rank"
-        assert all(size_ == size * 2 for _, size_ in res.sends), f"rank {rank} sent messages of sizes {res.sends}"
+        peers = [q for q in range(n) if q != rank]
+        expect(sent_to == peers, "part02.collectives.all_to_all_peers", rank=rank, got=sent_to, expected=peers)
+        expect(all(size_ == size * 2 for _, size_ in res.sends), "part02.collectives.all_to_all_sizes", rank=rank,
+               got=[size_ for _, size_ in res.sends], expected=size * 2)
 
 
 def test_library_collectives_are_not_what_the_ring_uses(impl, gen):
     """Every message of the all-reduce is a dist.isend/irecv/send/recv the harness counted."""
     xs = [randn(6, generator=gen) for _ in range(3)]
     results = run_ranks(impl, MODULE, "ring_all_reduce", per_rank(xs, 3))
-    assert all(res.sends and res.recvs for res in results), "some rank sent or received nothing"
+    expect(all(res.sends and res.recvs for res in results), "part02.collectives.silent_rank",
+           sends=[len(res.sends) for res in results], recvs=[len(res.recvs) for res in results])
 
 
 @pytest.mark.timeout(120)
@@ -191,7 +194,7 @@ def test_bus_bandwidth_follows_nccl_tests(impl, collective, n):
     size, seconds = 3 * 2**30, 0.0125
     got = impl(MODULE).bus_bandwidth(collective, size, seconds, n)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(f"expected (algbw, busbw), got {got!r}")
+        raise Mismatch(tr("part02.collectives.bandwidth_pair", got=repr(got)))
     algbw = size / seconds / 1e9
     assert_close(torch.tensor([float(v) for v in got], dtype=torch.float64),
                  expected_bandwidth(collective, size, seconds, n), name=f"(algbw, busbw) of {collective}, n={n}",

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.distributed import run_ranks
+from infralab.i18n import tr
 from infralab.mistakes.part02_parallelism.zero import (FLOOR_SHARDS, HYPER, UNPADDED, adamw_mistakes,
                                                        check_step_against_adamw, expected_memory, floor_owner_map,
                                                        fsdp_style_owner_map, memory_mistakes, torch_adamw)
@@ -34,7 +35,7 @@ def test_flatten_and_pad_lays_params_back_to_back_then_zeros(impl, numels, n, se
     padded = math.ceil(total / n) * n
     flat = impl(MODULE).flatten_and_pad(tensors, n)
     if not isinstance(flat, torch.Tensor):
-        raise Mismatch(f"expected a 1-D tensor, got {type(flat).__name__}")
+        raise Mismatch(tr("part02.zero.flat_not_tensor", got=type(flat).__name__))
     assert_equal(tuple(flat.shape), (padded,), name=f"shape of the flat buffer for {total} elements on {n} ranks",
                  mistakes={UNPADDED: (total,)})
     expected = torch.cat([torch.cat([t.reshape(-1) for t in tensors]), torch.zeros(padded - total)])

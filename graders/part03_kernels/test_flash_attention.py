@@ -143,7 +143,7 @@ def test_flash_attention_reads_k_and_v_through_their_own_strides(impl, gen, dtyp
     contiguous = randn(2, 2, 45, 16, dtype=dtype, generator=gen)
     k, v = (seq_major(2, 2, 45, 16, dtype, gen), contiguous) if layout == "k-seq-major" else \
         (contiguous, seq_major(2, 2, 45, 16, dtype, gen))
-    assert k.stride() != v.stride()
+    assert k.stride() != v.stride()  # setup check: the test's K and V layouts differ
     o, _ = impl(MODULE).flash_attention(q, k, v, causal=True)
     want, _ = attention(q, k, v, True, 0.25)
     v_as_k = torch.as_strided(v, v.shape, k.stride(), v.storage_offset())  # V's memory read with K's strides

@@ -16,6 +16,7 @@ import pytest
 from infralab.course import find_course_root, load_course
 from infralab.perf import checked  # noqa: F401 - snapshots the timer's functions before any student code loads
 from infralab.perf.spec import case_id
+from infralab.testing import expect
 
 PART = "part03_kernels"
 COURSE = load_course(find_course_root(Path(__file__).parent))
@@ -58,5 +59,6 @@ def test_kernel_is_correct_and_reaches_the_pass_bar(impl, perf_record, gpu_profi
                               timer=request.getfixturevalue("cuda_timer"), target=target, exercise=exercise,
                               seed=request.getfixturevalue("seed"))
     perf_record(entry)
-    assert entry["correct"], f"correctness gate: {entry['reason']}"
-    assert entry["decision"] == "accept", f"{entry['level']} ({entry['decision']}): {entry['reason']}"
+    expect(entry["correct"], "part03.perf_gate", reason=entry["reason"])
+    expect(entry["decision"] == "accept", "part03.perf_decision", level=entry["level"], decision=entry["decision"],
+           reason=entry["reason"])

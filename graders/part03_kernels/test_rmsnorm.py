@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from infralab.testing import assert_all_written, assert_close, randn
+from infralab.testing import assert_all_written, assert_close, expect, randn
 
 MODULE = "part03_kernels.rmsnorm"
 
@@ -69,7 +69,7 @@ def test_fused_add_rmsnorm_leaves_its_inputs_unchanged(impl, gen):
     x, r, w = randn(3, 40, generator=gen), randn(3, 40, generator=gen), randn(40, generator=gen)
     before = [t.clone() for t in (x, r, w)]
     impl(MODULE).fused_add_rmsnorm(x, r, w, eps=1e-6)
-    assert all(torch.equal(a, b) for a, b in zip((x, r, w), before)), "an input was modified in place"
+    expect(all(torch.equal(a, b) for a, b in zip((x, r, w), before)), "check.modified_input", name="fused_add_rmsnorm")
 
 
 def test_fused_add_rmsnorm_rejects_a_weight_of_the_wrong_width(impl, gen):

@@ -5,8 +5,9 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from infralab.i18n import tr
 from infralab.mistakes.part04_serving import run_machine
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part04_serving.paged_kv"
 HEADS, DIM = 2, 3
@@ -35,7 +36,8 @@ def snapshot(cache, seq_ids, num_blocks):
 def assert_unchanged(before, after, what):
     for key in ("free", "refs", "tables", "lens"):
         if before[key] != after[key]:
-            raise Mismatch(f"{what} changed the cache's {key}: {before[key]} -> {after[key]}",
+            raise Mismatch(tr("part04.kv.failed_append_changed", what=what, key=key, before=before[key],
+                              after=after[key]),
                            ("an append that failed midway and kept what it had allocated (not all-or-nothing)",
                             "append 中途失败却保留了已分配的块（不是全有或全无）"))
     for s, (k, v) in before["data"].items():
@@ -69,16 +71,18 @@ def test_append_to_a_forked_partial_block_copies_it_first(impl, gen):
     cache.append(0, k0, v0)
     cache.fork(0, 1)
     shared_full, shared_partial = cache.block_table(0)
-    assert cache.blocks_needed(1, 1) == 1, "appending 1 token into a shared half-full block needs 1 block (the copy)"
+    needed = cache.blocks_needed(1, 1)
+    expect(needed == 1, "part04.kv.half_block_copy", got=needed)
     k1, v1 = tokens(1, gen)
     cache.append(1, k1, v1)
     table1 = cache.block_table(1)
     if table1[1] == shared_partial:
-        raise Mismatch("the child wrote into the block it shares with its parent",
+        raise Mismatch(tr("part04.kv.child_wrote_shared"),
                        ("fork without copy-on-write: the shared, partly filled last block must be copied first",
                         "fork 后没有写时复制：共享且未写满的最后一块必须先复制"))
-    assert table1[0] == shared_full, "the full shared block must stay shared (no copy)"
-    assert cache.ref_count(shared_full) == 2 and cache.ref_count(shared_partial) == 1
+    expect(table1[0] == shared_full, "part04.kv.full_shared_no_copy", got=table1[0], expected=shared_full)
+    refs = (cache.ref_count(shared_full), cache.ref_count(shared_partial))
+    expect(refs == (2, 1), "part04.kv.ref_counts_after_copy", expected=(2, 1), got=refs)
     assert_close(cache.gather(0)[0], k0, name="parent's K after the child's append")
     assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
 
@@ -92,7 +96,7 @@ def test_failed_append_leaves_the_cache_unchanged(impl, gen):
     before = snapshot(cache, [0, 1], 3)
     with pytest.raises(MemoryError):
         cache.append(1, *tokens(3, gen))  # needs 2 blocks, 1 free
-    assert_unchanged(before, snapshot(cache, [0, 1], 3), "a failed append")
+    assert_unchanged(before, snapshot(cache, [0, 1], 3), tr("part04.kv.a_failed_append"))
 
 
 SHORT_FORK = ("copy-on-write skipped for a fork shorter than one block: the shared, partly filled last block "
@@ -128,8 +132,8 @@ def check_blocks_needed(cache, seq, t, block_size):
     known = [(cow + -(-t // block_size), IGNORES_ROOM),
              (no_copy, SHORT_FORK if length < block_size else UNCOUNTED_COPY),
              (int(shared) + -(-(length + t) // block_size) - len(table), FULL_BLOCK_COPY)]
-    raise Mismatch(f"blocks_needed({seq}, {t}) with {length} tokens in blocks of {block_size} "
-                   f"(last block {'shared' if shared else 'not shared'}): expected {want}, got {got}",
+    raise Mismatch(tr("part04.kv.blocks_needed", seq=seq, tokens=t, length=length, block_size=block_size,
+                      shared=tr("part04.kv.shared" if shared else "part04.kv.not_shared"), expected=want, got=got),
                    next((why for value, why in known if value == got), None))
 
 
@@ -140,8 +144,8 @@ def append_that_fits(cache, seq, k, v, what):
         return cache.append(seq, k, v)
     except MemoryError as e:
         at_the_boundary = cache.num_free_blocks() == free == cache.blocks_needed(seq, k.shape[0])
-        raise Mismatch(f"{what}: append of {k.shape[0]} tokens raised MemoryError ({e}) with {free} blocks free, "
-                       f"enough for it", REFUSES_FITTING if at_the_boundary else None) from None
+        raise Mismatch(tr("part04.kv.refused_fitting", what=what, tokens=k.shape[0], error=e, free=free),
+                       REFUSES_FITTING if at_the_boundary else None) from None
 
 
 @pytest.mark.weight(2)
@@ -157,18 +161,19 @@ def test_append_after_forking_a_sequence_shorter_than_one_block_copies_it(impl, 
     who, other = (0, 1) if writer == "parent" else (1, 0)
     check_blocks_needed(cache, who, 1, 4)
     k1, v1 = tokens(1, gen)
-    append_that_fits(cache, who, k1, v1, f"the {writer}'s append after a fork of {length} tokens")
+    append_that_fits(cache, who, k1, v1, tr("part04.kv.what_fork_append", writer=tr(f"part04.kv.{writer}"),
+                                              length=length))
     got_k, got_v = cache.gather(other)
     if cache.block_table(who) == [shared] or not torch.equal(got_k[:length], k0):
-        raise Mismatch(f"after a fork of {length} tokens (less than one block of 4), the {writer} appended into the "
-                       f"block it shares (block table {cache.block_table(who)}, shared block {shared}); the other "
-                       f"sequence now reads K {got_k.shape[0]} tokens long", SHORT_FORK)
+        raise Mismatch(tr("part04.kv.short_fork_wrote_shared", length=length, writer=tr(f"part04.kv.{writer}"),
+                          table=cache.block_table(who), shared=shared, read=got_k.shape[0]), SHORT_FORK)
     assert_close(got_k, k0, name="K of the sequence that did not append")
     assert_close(got_v, v0, name="V of the sequence that did not append")
     assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=f"K of the {writer}")
-    assert [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])] == [1, 1], \
-        "after the copy, the old and the new block each belong to one sequence"
-    assert cache.num_free_blocks() == 2, f"1 block + 1 copy taken from 4, yet {cache.num_free_blocks()} are free"
+    refs = [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])]
+    expect(refs == [1, 1], "part04.kv.copy_owned_once", got=refs)
+    free = cache.num_free_blocks()
+    expect(free == 2, "part04.kv.free_after_copy", got=free)
 
 
 @pytest.mark.weight(2)
@@ -179,15 +184,15 @@ def test_append_after_a_fork_at_a_block_boundary_copies_nothing(impl, gen):
     cache.append(0, k0, v0)
     cache.fork(0, 1)
     full = cache.block_table(0)
-    assert check_blocks_needed(cache, 1, 1, 4) == 1
+    assert check_blocks_needed(cache, 1, 1, 4) == 1  # setup check: the helper checks the answer; 1 is the model's
     k1, v1 = tokens(1, gen)
-    append_that_fits(cache, 1, k1, v1, "the child's append after a fork at a block boundary")
+    append_that_fits(cache, 1, k1, v1, tr("part04.kv.what_boundary_append"))
     table = cache.block_table(1)
     if table[:2] != full or cache.num_free_blocks() != 2:
-        raise Mismatch(f"the child's append after a fork of 2 full blocks {full}: child's table {table}, "
-                       f"{cache.num_free_blocks()} blocks free (expected {full} + 1 new block, 2 free)",
+        raise Mismatch(tr("part04.kv.boundary_fork_append", full=full, table=table, free=cache.num_free_blocks()),
                        FULL_BLOCK_COPY if table[:2] != full else None)
-    assert [cache.ref_count(b) for b in full] == [2, 2], "the full blocks stay shared by parent and child"
+    refs = [cache.ref_count(b) for b in full]
+    expect(refs == [2, 2], "part04.kv.full_blocks_shared", got=refs)
     assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
     assert_close(cache.gather(0)[0], k0, name="parent's K")
 
@@ -198,9 +203,9 @@ def test_append_that_fits_the_last_block_needs_no_free_block(impl, gen):
     cache.add_sequence(0)
     k, v = tokens(5, gen)
     cache.append(0, k, v)  # 2 blocks, none free; 3 slots left in the last one
-    assert check_blocks_needed(cache, 0, 3, 4) == 0
+    assert check_blocks_needed(cache, 0, 3, 4) == 0  # setup check: the helper checks the answer; 0 is the model's
     k1, v1 = tokens(3, gen)
-    append_that_fits(cache, 0, k1, v1, "with no free block, 3 tokens into the 3 free slots of the last block")
+    append_that_fits(cache, 0, k1, v1, tr("part04.kv.what_last_slots"))
     assert_close(cache.gather(0)[0], torch.cat([k, k1]), name="K after filling the last block")
     with pytest.raises(MemoryError):
         cache.append(0, *tokens(1, gen))  # the pool is full now
@@ -210,9 +215,10 @@ def test_append_may_take_the_last_free_block(impl, gen):
     cache = impl(MODULE).PagedKVCache(3, 2, HEADS, DIM)
     cache.add_sequence(0)
     cache.append(0, *tokens(3, gen))  # 2 blocks, 1 free
-    assert check_blocks_needed(cache, 0, 3, 2) == 1
-    append_that_fits(cache, 0, *tokens(3, gen), "3 tokens needing the 1 free block")
-    assert cache.num_free_blocks() == 0
+    assert check_blocks_needed(cache, 0, 3, 2) == 1  # setup check: the helper checks the answer; 1 is the model's
+    append_that_fits(cache, 0, *tokens(3, gen), tr("part04.kv.what_one_free_block"))
+    free = cache.num_free_blocks()
+    expect(free == 0, "check.value", what="num_free_blocks()", expected=0, got=free)
 
 
 def test_free_returns_only_unshared_blocks(impl, gen):
@@ -223,12 +229,13 @@ def test_free_returns_only_unshared_blocks(impl, gen):
     cache.fork(0, 1)
     cache.free(0)
     if cache.num_free_blocks() != 4:
-        raise Mismatch(f"after freeing the parent of a fork, {cache.num_free_blocks()} blocks are free, expected 4",
+        raise Mismatch(tr("part04.kv.free_after_parent_freed", got=cache.num_free_blocks()),
                        ("free() returned shared blocks to the free list without looking at reference counts",
                         "free() 不看引用计数就把共享的块放回了空闲列表"))
     assert_close(cache.gather(1)[0], k, name="the child's K after its parent was freed")
     cache.free(1)
-    assert cache.num_free_blocks() == 6
+    free = cache.num_free_blocks()
+    expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
 
 
 def test_errors_are_built_in_types(impl, gen):
@@ -282,17 +289,18 @@ class CacheMachine(RuleBasedStateMachine):
             try:
                 self.cache.append(seq, k, v)
             except MemoryError:
-                assert_unchanged(before, snapshot(self.cache, sorted(self.model), self.num_blocks), "a failed append")
+                assert_unchanged(before, snapshot(self.cache, sorted(self.model), self.num_blocks),
+                                 tr("part04.kv.a_failed_append"))
                 return
-            raise Mismatch(f"append of {t} tokens needed {need} blocks with {before['free']} free, yet did not raise MemoryError")
-        append_that_fits(self.cache, seq, k, v, f"sequence {seq} of {length} tokens")
+            raise Mismatch(tr("part04.kv.no_memory_error", tokens=t, need=need, free=before["free"]))
+        append_that_fits(self.cache, seq, k, v, tr("part04.kv.what_sequence", seq=seq, length=length))
         kept = length // self.block_size  # full blocks before the append: never copied, never moved
         after = self.cache.block_table(seq)
         if after[:kept] != table[:kept]:
-            raise Mismatch(f"append to sequence {seq} changed its full blocks: {table} -> {after}", FULL_BLOCK_COPY)
+            raise Mismatch(tr("part04.kv.full_blocks_moved", seq=seq, before=table, after=after), FULL_BLOCK_COPY)
         if self.cache.num_free_blocks() != before["free"] - need:
-            raise Mismatch(f"append of {t} tokens to sequence {seq} ({length} tokens, table {table}) took "
-                           f"{before['free'] - self.cache.num_free_blocks()} blocks from the free list, expected {need}")
+            raise Mismatch(tr("part04.kv.blocks_taken", tokens=t, seq=seq, length=length, table=table,
+                              taken=before["free"] - self.cache.num_free_blocks(), need=need))
         mk, mv = self.model[seq]
         self.model[seq] = (torch.cat([mk, k]), torch.cat([mv, v]))
 
@@ -335,19 +343,23 @@ class CacheMachine(RuleBasedStateMachine):
         for b in range(self.num_blocks):
             holders = sum(t.count(b) for t in tables)
             if self.cache.ref_count(b) != holders:
-                raise Mismatch(f"block {b} has ref_count {self.cache.ref_count(b)} but {holders} tables hold it")
+                raise Mismatch(tr("part04.kv.ref_count_vs_tables", block=b, got=self.cache.ref_count(b),
+                                  holders=holders))
         used = {b for t in tables for b in t}
-        assert self.cache.num_free_blocks() == self.num_blocks - len(used), \
-            f"{self.cache.num_free_blocks()} free blocks, but {len(used)} of {self.num_blocks} are in use"
+        free = self.cache.num_free_blocks()
+        expect(free == self.num_blocks - len(used), "part04.kv.free_count", got=free, used=len(used),
+               total=self.num_blocks)
 
     @invariant()
     def every_sequence_reads_back_what_it_appended(self):
         if not hasattr(self, "cache"):
             return
         for s, (k, v) in self.model.items():
-            assert self.cache.seq_len(s) == k.shape[0]
+            length = self.cache.seq_len(s)
+            expect(length == k.shape[0], "part04.kv.seq_len", seq=s, got=length, expected=k.shape[0])
             table = self.cache.block_table(s)
-            assert len(table) == -(-k.shape[0] // self.block_size), f"sequence {s}: table of {len(table)} blocks"
+            expected = -(-k.shape[0] // self.block_size)
+            expect(len(table) == expected, "part04.kv.table_len", seq=s, got=len(table), expected=expected)
             assert_equal(self.cache.slot_mapping(s), expected_slots(table, k.shape[0], self.block_size),
                          name=f"slot_mapping of sequence {s}")
             got_k, got_v = self.cache.gather(s)

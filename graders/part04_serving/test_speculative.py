@@ -14,12 +14,13 @@ import math
 import pytest
 import torch
 
+from infralab.i18n import tr
 from infralab.mistakes.part04_serving.speculative import (ABS_RESIDUAL, CONTINUES, INVERTED_RATIO,
                                                           NO_BONUS, RESAMPLE_FROM_TARGET, greedy_mistakes, greedy_reference,
                                                           position_mistakes, residual, residual_mistakes,
                                                           spread_probs, tokens_per_step)
 from infralab.stats import assert_draws_follow, tv_bound, tv_distance
-from infralab.testing import Mismatch, assert_close, assert_equal, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part04_serving.speculative"
 OWN_STREAM = 1_000_003  # the sampler's seed differs from the drafts' generator seed: the same stream would
@@ -35,7 +36,7 @@ def separated_pair(gen, v=V):
         p, q = spread_probs(v, generator=gen), spread_probs(v, generator=gen)
         if min(tv_distance(p, wrong) for wrong in position_mistakes(p, q).values()) > limit:
             return p, q
-    raise AssertionError("no separated (p, q) in 200 draws: the test lost its teeth")
+    raise AssertionError("no separated (p, q) in 200 draws: the test lost its teeth")  # setup check
 
 
 def draft_from(q, gen, rows=DRAWS):
@@ -47,22 +48,23 @@ def check_shape_and_prefix(out, num_accepted, drafts):
     b, k = drafts.shape
     assert_equal(tuple(out.shape), (b, k + 1), name="output_tokens shape")
     assert_equal(tuple(num_accepted.shape), (b,), name="num_accepted shape")
-    assert out.dtype == torch.int64 and num_accepted.dtype == torch.int64, "int64 outputs expected"
+    expect(out.dtype == torch.int64 and num_accepted.dtype == torch.int64, "part04.spec.int64", tokens=out.dtype,
+           accepted=num_accepted.dtype)
     n = num_accepted
     if int(n.min()) < 0 or int(n.max()) > k:
-        raise Mismatch(f"num_accepted outside 0..{k}: {n.unique().tolist()}")
+        raise Mismatch(tr("part04.spec.accepted_range", k=k, got=n.unique().tolist()))
     pos = torch.arange(k + 1)[None]
     accepted_part = torch.where(pos[:, :k] < n[:, None], drafts, -1)
     if not torch.equal(torch.where(pos[:, :k] < n[:, None], out[:, :k], -1), accepted_part):
-        raise Mismatch("the first num_accepted output tokens of a row are not its draft tokens")
+        raise Mismatch(tr("part04.spec.accepted_not_drafts"))
     extra = out[torch.arange(b), n]
     if bool((extra < 0).any()):
         bad = int((extra < 0).nonzero()[0])
-        raise Mismatch(f"row {bad}: no token after its {int(n[bad])} accepted draft tokens",
+        raise Mismatch(tr("part04.spec.no_token_after", row=bad, accepted=int(n[bad])),
                        NO_BONUS if int(n[bad]) == k else None)
     tail = torch.where(pos > n[:, None], out, -1)
     if bool((tail != -1).any()):
-        raise Mismatch("tokens after the resampled or bonus token are not -1", CONTINUES)
+        raise Mismatch(tr("part04.spec.tail_not_padded"), CONTINUES)
 
 
 @pytest.mark.weight(4)
@@ -99,9 +101,8 @@ def test_mean_tokens_per_step_matches_the_closed_form(impl, gen, seed):
     mean = float((n + 1).double().mean())
     if abs(mean - expected) > bound:
         inverted = float((q * (q / p).clamp(max=1)).sum())
-        raise Mismatch(f"mean tokens per step {mean:.4f}, expected (1 - a^(K+1)) / (1 - a) = {expected:.4f} "
-                       f"(a = {alpha:.4f}, K = {K}); a correct sampler is within {bound:.4f} with probability "
-                       f"> 1 - 1e-9", INVERTED_RATIO if abs(mean - tokens_per_step(inverted, K)) <= bound else None)
+        raise Mismatch(tr("part04.spec.mean_tokens", mean=mean, expected=expected, alpha=alpha, k=K, bound=bound),
+                       INVERTED_RATIO if abs(mean - tokens_per_step(inverted, K)) <= bound else None)
 
 
 def test_a_token_the_target_never_emits_is_rejected_and_the_residual_decides(impl, seed):
@@ -125,8 +126,8 @@ def test_a_token_the_target_never_emits_is_rejected_and_the_residual_decides(imp
         label = (INVERTED_RATIO if acc > int(want_n[row]) else
                  RESAMPLE_FROM_TARGET if acc == int(want_n[row]) and extra == 0 else
                  ABS_RESIDUAL if acc == int(want_n[row]) and extra == 2 else None)
-        raise Mismatch(f"draft {drafts[row].tolist()}: output {out[row].tolist()} with {acc} accepted, expected "
-                       f"{want[row].tolist()} with {int(want_n[row])}", label)
+        raise Mismatch(tr("part04.spec.row_outcome", draft=drafts[row].tolist(), got=out[row].tolist(), accepted=acc,
+                          expected=want[row].tolist(), want_accepted=int(want_n[row])), label)
 
 
 def test_the_same_seed_gives_the_same_draws_and_another_seed_others(impl, gen, seed):
@@ -138,7 +139,8 @@ def test_the_same_seed_gives_the_same_draws_and_another_seed_others(impl, gen, s
     torch.manual_seed(seed + 99)  # the global RNG must play no part
     again = m.rejection_sample(*args, seed + OWN_STREAM)
     assert_equal(again[0], first[0], name="output tokens for the same seed")
-    assert not torch.equal(m.rejection_sample(*args, seed + OWN_STREAM + 1)[0], first[0]), "the seed is not used"
+    expect(not torch.equal(m.rejection_sample(*args, seed + OWN_STREAM + 1)[0], first[0]), "check.seed_unused",
+           name="rejection_sample")
 
 
 @pytest.mark.parametrize("mismatch", [0, 1, 3, 4])
@@ -176,6 +178,7 @@ def test_expected_tokens_per_step_is_the_geometric_sum(impl, gen):
     for alpha, k in [(0.0, 3), (1.0, 5), (0.5, 3), (float(torch.rand((), generator=gen)), 4)]:
         got, want = m.expected_tokens_per_step(alpha, k), tokens_per_step(alpha, k)
         if not math.isclose(got, want, rel_tol=1e-9):
-            label = ("counted the accepted drafts only: alpha (1 - alpha^k) / (1 - alpha)"
+            label = (("counted the accepted drafts only: alpha (1 - alpha^k) / (1 - alpha)",
+                      "只数了被接受的草稿：alpha (1 - alpha^k) / (1 - alpha)")
                      if math.isclose(got, want - 1, rel_tol=1e-9) else None)
-            raise Mismatch(f"expected_tokens_per_step({alpha}, {k}) = {got}, expected {want}", label)
+            raise Mismatch(tr("part04.spec.tokens_per_step_value", alpha=alpha, k=k, got=got, expected=want), label)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.gptq"
 FLIP_BUDGET = 0.06  # fraction of codes a known mistake's output may differ by and still be named
@@ -169,7 +169,7 @@ def test_hessian_is_two_over_n_xtx(impl, n, cols, three_d, seed):
     arg = x.reshape(1, n, cols) if three_d else x
     got = impl(MODULE).gptq_hessian(arg)
     if isinstance(got, torch.Tensor) and tuple(got.shape) == (n, n) and n != cols:
-        raise Mismatch(f"Hessian: expected shape ({cols}, {cols}), got ({n}, {n})",
+        raise Mismatch(tr("part05.gptq.hessian_shape", cols=cols, n=n),
                        ("X X^T (samples x samples) instead of X^T X (inputs x inputs)",
                         "用了 X X^T（样本 x 样本），而不是 X^T X（输入 x 输入）"))
     assert_close(got, ref_hessian(x), name="Hessian", reduction=n, mistakes={
@@ -211,8 +211,7 @@ def test_gptq_beats_round_to_nearest_on_the_layer_output(impl, gen, act_order):
     r = m.quantize_rtn(w, bits=4, group_size=16)
     e_gptq = torch.linalg.norm(x @ (w - dequant(*g)).T)
     e_rtn = torch.linalg.norm(x @ (w - dequant(*r)).T)
-    assert e_gptq < 0.9 * e_rtn, (f"GPTQ output error {e_gptq:.4g} is not clearly below RTN's {e_rtn:.4g}: "
-                                  "is the error fed back to the later columns?")
+    expect(e_gptq < 0.9 * e_rtn, "part05.gptq.not_clearly_below_rtn", gptq=float(e_gptq), rtn=float(e_rtn))
 
 
 @pytest.mark.weight(2)
@@ -226,7 +225,7 @@ def test_lazy_block_size_does_not_change_the_result(impl, gen):
         try:
             check_against_reference(got, w, x)
         except Mismatch as e:
-            raise Mismatch(f"block_size={block}: {e}", e.diagnosis or (
+            raise Mismatch(tr("part05.gptq.with_block_size", block=block, message=e), e.diagnosis or (
                 ("the lazy update went to the wrong columns (only the next block, or not past the block)",
                  "惰性更新作用到了错误的列（只到下一个块，或没有越过当前块）") if block == 8 else None)) from None
 
@@ -240,9 +239,10 @@ def test_dead_inputs_quantise_to_zero(impl, gen):
     for gs, act in ((-1, False), (16, True)):
         got = impl(MODULE).gptq_quantize(w, x, bits=4, group_size=gs, act_order=act, block_size=16)
         deq = dequant(*got)
-        assert bool(torch.isfinite(deq).all()), "non-finite dequantised weights"
+        expect(bool(torch.isfinite(deq).all()), "part05.gptq.non_finite", count=int((~torch.isfinite(deq)).sum()),
+               total=deq.numel(), group_size=gs)
         if bool(deq[:, list(dead)].ne(0).any()):
-            raise Mismatch(f"dequantised weights of dead inputs {dead} are not all 0 (group_size={gs})",
+            raise Mismatch(tr("part05.gptq.dead_inputs", dead=dead, group_size=gs),
                            ("dead columns (H_ii = 0) not zeroed: their original weights were quantised",
                             "死列（H_ii = 0）没有置零：量化了它们原来的权重"))
         check_against_reference(got, w, x, gs=gs, act_order=act)
@@ -256,7 +256,7 @@ def test_rank_deficient_calibration_is_damped(impl, gen):
     try:
         got = impl(MODULE).gptq_quantize(w, x, bits=4, group_size=-1, percdamp=0.01, block_size=16)
     except RuntimeError as e:  # torch.linalg.LinAlgError is a RuntimeError
-        raise Mismatch(f"gptq_quantize failed on a singular Hessian: {e}",
+        raise Mismatch(tr("part05.gptq.singular_hessian", error=e),
                        ("no damping (percdamp * mean(diag H) on the diagonal)",
                         "没有加阻尼（应在对角线上加 percdamp * mean(diag H)）")) from None
     check_against_reference(got, w, x)
@@ -278,7 +278,7 @@ def test_each_group_has_its_own_scale(impl, gen):
     got = m.gptq_quantize(w, x, bits=4, group_size=16, block_size=16)
     scales = got[1]
     if isinstance(scales, torch.Tensor) and tuple(scales.shape) == (8, 1):
-        raise Mismatch("scales: expected shape (8, 4), one per group, got (8, 1)",
+        raise Mismatch(tr("part05.gptq.group_scales_shape"),
                        ("group scale from the whole row instead of per group", "组的 scale 取自整行，而不是每组各自计算"))
     # A group's range is taken after the error of every earlier column was fed into it, so a code that
     # flips (fp32 rounding order, see FLIP_BUDGET) moves later groups' scales by up to a grid step of the
@@ -308,7 +308,7 @@ def test_weight_and_inputs_are_not_modified(impl, gen):
     x = correlated_inputs(gen, 64, 32)
     w0, x0 = w.clone(), x.clone()
     impl(MODULE).gptq_quantize(w, x, bits=4, group_size=8, act_order=True, block_size=8)
-    assert torch.equal(w, w0) and torch.equal(x, x0), "gptq_quantize modified its weight or inputs in place"
+    expect(torch.equal(w, w0) and torch.equal(x, x0), "check.modified_input", name="gptq_quantize")
 
 
 # ---- RTN and dequantisation ------------------------------------------------------------------------
@@ -396,9 +396,9 @@ def test_asymmetric_groups_that_are_all_zero_or_one_signed(impl, gen, bits):
 def assert_all_finite_params(got):
     scales = got[1]
     if isinstance(scales, torch.Tensor) and not bool((scales.isfinite() & (scales > 0)).all()):
-        raise Mismatch(f"scales: {int((~(scales.isfinite() & (scales > 0))).sum())} are zero, negative or not "
-                       f"finite", ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
-                                   "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
+        raise Mismatch(tr("part05.gptq.bad_scales", count=int((~(scales.isfinite() & (scales > 0))).sum())),
+                       ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
+                        "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
 
 
 @pytest.mark.weight(2)
@@ -413,7 +413,7 @@ def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
         rtn_sym = m.quantize_rtn(w, bits=4, group_size=1, sym=True)
         got = m.gptq_quantize(w, x, bits=4, group_size=1, block_size=4, sym=False)
     except ValueError as e:
-        raise Mismatch(f"group_size=1 raised ValueError ({e})",
+        raise Mismatch(tr("part05.gptq.group_size_one_raised", error=e),
                        ("group_size=1 (one column per group) is valid: only group_size <= 0 (other than -1) "
                        "or one not dividing the input dimension is refused",
                         "group_size=1（每组一列）是合法的：只有 group_size <= 0（-1 除外）或不能整除输入维度时才拒绝")) from None
@@ -442,12 +442,12 @@ def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
         codes, scales, zeros, g_idx = got()
         groups = scales.shape[1] if isinstance(scales, torch.Tensor) and scales.dim() == 2 else None
         if groups != 1:
-            raise Mismatch(f"{name}: scales of shape {tuple(getattr(scales, 'shape', ()))}, expected (4, 1)",
+            raise Mismatch(tr("part05.gptq.default_scales_shape", name=name, got=tuple(getattr(scales, "shape", ()))),
                            (f"the default group_size is {cols // groups}, not -1 (one group per row)",
                             f"默认 group_size 是 {cols // groups}，而不是 -1（每行一组）")
                            if groups and cols % groups == 0 else None)
         if isinstance(codes, torch.Tensor) and int(codes.max()) > 15:
-            raise Mismatch(f"{name}: codes up to {int(codes.max())}, but 4 bits allow 0..15",
+            raise Mismatch(tr("part05.gptq.codes_beyond_4_bits", name=name, got=int(codes.max())),
                            (f"the default bits is not 4 (codes up to {int(codes.max())} need "
                            f"{int(codes.max()).bit_length()} bits)",
                             f"默认 bits 不是 4（编码最大到 {int(codes.max())}，需要 {int(codes.max()).bit_length()} 位）"))

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, expect, randn
 
 MODULE = "part06_post_training.dpo"
 
@@ -110,8 +110,8 @@ def test_sequence_logps_leave_inputs_untouched(impl, gen):
     logits, ids, mask = random_batch(gen, 2, 7, 13)
     before = (logits.clone(), ids.clone(), mask.clone())
     impl(MODULE).sequence_logps(logits, ids, mask)
-    assert all(torch.equal(a, b) for a, b in zip((logits, ids, mask), before)), \
-        "sequence_logps modified its inputs in place"
+    expect(all(torch.equal(a, b) for a, b in zip((logits, ids, mask), before)), "check.modified_input",
+           name="sequence_logps")
 
 
 # ---- rewards -----------------------------------------------------------------------------------
@@ -193,8 +193,7 @@ def test_dpo_loss_falls_as_the_chosen_response_gains_probability(impl, gen):
     dpo = impl(MODULE).dpo_loss
     before = dpo(pc, pr, rc, rr, beta=0.1)
     after = dpo(pc + 1.0, pr, rc, rr, beta=0.1)
-    assert bool((after < before).all()), \
-        "raising the chosen response's log-prob must lower the DPO loss; it did not (sign flipped?)"
+    expect(bool((after < before).all()), "part06.dpo_sign", count=int((after >= before).sum()), total=after.numel())
 
 
 def test_dpo_loss_is_stable_for_large_margins(impl):

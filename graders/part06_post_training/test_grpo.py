@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn, tolerance
+from infralab.testing import assert_close, expect, randn, tolerance
 
 MODULE = "part06_post_training.grpo"
 
@@ -204,8 +204,8 @@ def test_per_token_loss_leaves_inputs_untouched(impl, gen):
     logps, old, ref, adv = random_rollout(gen, 3, 5)
     before = [t.clone() for t in (logps, old, ref, adv)]
     impl(MODULE).grpo_per_token_loss(logps, old, adv, ref_logps=ref, beta=0.1)
-    assert all(torch.equal(a, b) for a, b in zip((logps, old, ref, adv), before)), \
-        "grpo_per_token_loss modified its inputs in place"
+    expect(all(torch.equal(a, b) for a, b in zip((logps, old, ref, adv), before)), "check.modified_input",
+           name="grpo_per_token_loss")
 
 
 # ---- aggregation -------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import Mismatch, assert_close, assert_equal, randn, tolerance
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn, tolerance
 
 MODULE = "part06_post_training.lora"
 
@@ -22,16 +23,15 @@ def test_init_draws_a_uniform_with_the_kaiming_bound_and_b_zero(impl, seed, shap
     assert_equal(B, torch.zeros(out, r), name="B at init", mistakes={
         ("B initialised at random (the adapted model no longer starts equal to the base)",
          "B 随机初始化（适配后的模型一开始就不等于基座模型）"): B})
-    assert tuple(A.shape) == (r, fan_in) and A.dtype == torch.float32, f"A must be ({r}, {fan_in}) float32"
+    expect(tuple(A.shape) == (r, fan_in) and A.dtype == torch.float32, "part06.lora_a_shape_dtype", r=r, fan_in=fan_in,
+           shape=tuple(A.shape), dtype=A.dtype)
     bound = 1.0 / math.sqrt(fan_in)
-    assert float(A.abs().max()) <= bound * (1 + 1e-6), (
-        f"A exceeds the bound 1/sqrt(in) = {bound:.4g} (max |A| = {float(A.abs().max()):.4g}); "
-        "kaiming_uniform_ with a=0 gives sqrt(6/in), a normal init is unbounded")
+    expect(float(A.abs().max()) <= bound * (1 + 1e-6), "part06.lora_a_bound", bound=bound, got=float(A.abs().max()))
     # uniform on [-b, b]: std b/sqrt(3); r*in >= 4000 samples: the sample std is within 6% by > 8 sigma
     std = float(A.std())
-    assert abs(std - bound / math.sqrt(3)) < 0.06 * bound / math.sqrt(3), \
-        f"A's std {std:.4g} is not that of U(-{bound:.4g}, {bound:.4g}) ({bound / math.sqrt(3):.4g})"
-    assert abs(float(A.mean())) < 0.1 * bound, "A's mean is far from 0"
+    expect(abs(std - bound / math.sqrt(3)) < 0.06 * bound / math.sqrt(3), "part06.lora_a_std", std=std, bound=bound,
+           expected=bound / math.sqrt(3))
+    expect(abs(float(A.mean())) < 0.1 * bound, "part06.lora_a_mean", mean=float(A.mean()), limit=0.1 * bound)
 
 
 def test_init_is_repeatable_from_its_seed(impl, seed):
@@ -39,8 +39,8 @@ def test_init_is_repeatable_from_its_seed(impl, seed):
     A1, _ = m.init_lora(32, 16, 4, seed)
     A2, _ = m.init_lora(32, 16, 4, seed)
     A3, _ = m.init_lora(32, 16, 4, seed + 1)
-    assert torch.equal(A1, A2), "the same seed must give the same A"
-    assert not torch.equal(A1, A3), "different seeds must give different A"
+    expect(torch.equal(A1, A2), "part06.same_seed_same_a")
+    expect(not torch.equal(A1, A3), "check.seed_unused", name="init_lora")
 
 
 @pytest.mark.parametrize("alpha,r,rs,expected", [(16, 8, False, 2.0), (32, 16, False, 2.0), (8, 64, False, 0.125),
@@ -52,7 +52,7 @@ def test_scaling_table(impl, alpha, r, rs, expected):
             alpha / math.sqrt(r): ("alpha / sqrt(r) without rsLoRA (should be alpha / r)",
                                    "不用 rsLoRA 时用了 alpha / sqrt(r)（应为 alpha / r）")}.get(got)
     if not math.isclose(float(got), expected, rel_tol=1e-9):
-        raise Mismatch(f"lora_scaling({alpha}, {r}, use_rslora={rs}) = {got}, expected {expected}", hint)
+        raise Mismatch(tr("part06.lora_scaling_value", alpha=alpha, r=r, rs=rs, got=got, expected=expected), hint)
 
 
 # ---- forward, merge, unmerge -------------------------------------------------------------------
@@ -127,8 +127,8 @@ def test_merge_and_unmerge_leave_their_inputs_untouched(impl, gen):
     merged = m.merge(W, A, B, 2.0)
     merged_copy = merged.clone()
     m.unmerge(merged, A, B, 2.0)
-    assert all(torch.equal(a, b) for a, b in zip((W, A, B), before)), "merge modified its inputs in place"
-    assert torch.equal(merged, merged_copy), "unmerge modified its input in place"
+    expect(all(torch.equal(a, b) for a, b in zip((W, A, B), before)), "check.modified_input", name="merge")
+    expect(torch.equal(merged, merged_copy), "check.modified_input", name="unmerge")
 
 
 # ---- multi-LoRA --------------------------------------------------------------------------------
@@ -199,17 +199,16 @@ def check_nf4_codes(w, codes, absmax, block_size):
     assert_close(absmax, expected_absmax.float(), name="block absmax", mistakes={
         ("one absmax for the whole tensor instead of per block",
          "整个张量只用一个 absmax，而不是每块一个"): global_absmax.float()})
-    assert tuple(codes.shape) == (w.numel(),) and codes.dtype == torch.uint8, \
-        f"codes must be ({w.numel()},) uint8, got {tuple(codes.shape)} {codes.dtype}"
-    assert int(codes.max()) < 16, "codes must lie in [0, 16)"
+    expect(tuple(codes.shape) == (w.numel(),) and codes.dtype == torch.uint8, "part06.nf4_codes_shape",
+           numel=w.numel(), shape=tuple(codes.shape), dtype=codes.dtype)
+    expect(int(codes.max()) < 16, "part06.nf4_codes_range", got=int(codes.max()))
     scale = torch.where(expected_absmax > 0, expected_absmax, torch.ones_like(expected_absmax)).unsqueeze(1)
     normalised = (blocks / scale).reshape(-1)
     dist = (normalised.unsqueeze(-1) - NF4).abs()
     chosen = dist.gather(1, codes.long().unsqueeze(1)).squeeze(1)
     worst = int((chosen - dist.min(1).values).argmax())
-    assert float((chosen - dist.min(1).values).max()) <= 1e-6, (
-        f"code {int(codes[worst])} at index {worst} is not the nearest NF4 level to {float(normalised[worst]):.6g} "
-        f"(nearest: {int(dist[worst].argmin())}); codes index the ascending NF4_CODE table")
+    expect(float((chosen - dist.min(1).values).max()) <= 1e-6, "part06.nf4_not_nearest", code=int(codes[worst]),
+           index=worst, value=float(normalised[worst]), nearest=int(dist[worst].argmin()))
 
 
 @pytest.mark.weight(3)
@@ -232,8 +231,8 @@ def test_nf4_blocks_are_independent(impl, gen):
     check_nf4_codes(w, codes, absmax, 64)
     deq = m.nf4_dequantize(codes, absmax, (4, 64), block_size=64)
     err = (deq - w).abs()[1:].max()
-    assert float(err) <= 0.2 * float(w[1:].abs().max()), \
-        f"blocks without the outlier lost their resolution (max error {float(err):.3g}): absmax must be per block"
+    expect(float(err) <= 0.2 * float(w[1:].abs().max()), "part06.nf4_block_resolution", err=float(err),
+           limit=0.2 * float(w[1:].abs().max()))
 
 
 @pytest.mark.weight(2)
@@ -251,7 +250,9 @@ def test_nf4_dequantize_inverts_the_table_lookup(impl, shape, block, seed):
             lambda: ((codes.float() - 8) / 7).view(-1, block).mul(absmax.unsqueeze(1)).reshape(shape)})
     # the worst case is half the widest gap between neighbouring levels (between -1 and -0.696)
     bound = (0.5 * (NF4[1] - NF4[0]) * absmax.double()).repeat_interleave(block).reshape(shape)
-    assert bool(((got.double() - w.double()).abs() <= bound + 1e-6).all()), "an NF4 round trip moved a value by more than half a level gap"
+    moved = (got.double() - w.double()).abs() > bound + 1e-6
+    expect(bool(((got.double() - w.double()).abs() <= bound + 1e-6).all()), "part06.nf4_round_trip",
+           count=int(moved.sum()), total=moved.numel())
 
 
 def test_nf4_of_a_zero_block_is_zero(impl):

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, randn, tolerance
+from infralab.testing import assert_close, expect, randn, tolerance
 
 MODULE = "part06_post_training.ppo"
 
@@ -133,7 +133,7 @@ def test_gae_leaves_inputs_untouched(impl, gen):
     args = random_rollout(gen, 2, 6)
     before = [a.clone() for a in args]
     impl(MODULE).gae(*args, normalize=True)
-    assert all(torch.equal(a, b) for a, b in zip(args, before)), "gae modified its inputs in place"
+    expect(all(torch.equal(a, b) for a, b in zip(args, before)), "check.modified_input", name="gae")
 
 
 # ---- whiten ------------------------------------------------------------------------------------
@@ -262,7 +262,8 @@ def test_ppo_loss_combines_the_three_token_means(impl, N, T, seed):
     em = (ent.double() * m).sum() / n
     got = impl(MODULE).ppo_loss(logps, old, adv, values, old_v, returns, ent, mask, clip_range=0.2,
                                 value_clip_range=0.3, vf_coef=0.5, ent_coef=0.05)
-    assert isinstance(got, tuple) and len(got) == 4, "ppo_loss returns (total, policy_loss, value_loss, entropy)"
+    expect(isinstance(got, tuple) and len(got) == 4, "check.not_a_tuple", name="ppo_loss", count=4,
+           fields="total, policy_loss, value_loss, entropy", got=type(got).__name__)
     total, g_pg, g_vf, g_ent = got
     assert_close(g_pg, pg.float(), name="policy loss (token mean)", mistakes={
         ("padding tokens counted",

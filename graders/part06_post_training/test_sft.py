@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.testing import assert_close, assert_equal, expect, randn
 from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_config
 
 MODULE = "part06_post_training.sft"
@@ -65,7 +65,7 @@ def test_assistant_labels_keep_only_assistant_tokens(impl, B, T, as_int, seed):
     got = impl(MODULE).assistant_labels(ids, mask.long() if as_int else mask)
     expected = torch.where(mask, ids, torch.full_like(ids, IGNORE))
     assert_equal(got, expected, name="assistant labels", mistakes=label_mistakes(ids, mask))
-    assert torch.equal(ids, before), "assistant_labels modified input_ids in place"
+    expect(torch.equal(ids, before), "check.modified_input", name="assistant_labels")
 
 
 def test_assistant_labels_shape_mismatch_raises(impl):
@@ -105,7 +105,8 @@ def test_pack_examples_matches_reference(impl, lengths, seed):
     ids, masks = random_chat(g, lengths)
     labels = [torch.where(m, i, torch.full_like(i, IGNORE)) for i, m in zip(ids, masks)]
     got = impl(MODULE).pack_examples(ids, labels)
-    assert isinstance(got, tuple) and len(got) == 4, "pack_examples returns (input_ids, labels, position_ids, segment_ids)"
+    expect(isinstance(got, tuple) and len(got) == 4, "check.not_a_tuple", name="pack_examples", count=4,
+           fields="input_ids, labels, position_ids, segment_ids", got=type(got).__name__)
     mistakes = pack_mistakes(ids, labels)
     for name, g_t, e_t in zip(("packed input_ids", "packed labels", "position_ids", "segment_ids"),
                               got, reference_pack(ids, labels)):

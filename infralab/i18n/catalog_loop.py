@@ -31,6 +31,10 @@ MESSAGES = {
         "{head}; worst at index {index}: got {got:.6g}, expected {expected:.6g}",
         "{head}；差得最多的位置 {index}：实际 {got:.6g}，应为 {expected:.6g}",
     ),
+    "loop.inf_elements": (
+        "{name}: contains Inf where finite values were expected",
+        "{name}：在应为有限值的位置出现了 Inf",
+    ),
     "loop.not_equal": (
         "{name}: expected {expected}, got {got}",
         "{name}：应为 {expected}，实际是 {got}",

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from infralab.testing import assert_equal
+from infralab.testing import assert_equal, expect
 
 MODULE = "part00_foundations.memory_budget"
 LLAMA2_7B = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
@@ -30,25 +30,25 @@ def test_zero_paper_example_7_5b_on_64_gpus(impl):
     """ZeRO paper, Figure 1: Psi = 7.5B, N_d = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB."""
     m = impl(MODULE)
     totals = [m.model_state_bytes(7_500_000_000, dp=64, zero_stage=z)["total"] / 1e9 for z in range(4)]
-    assert totals == pytest.approx([120.0, 31.40625, 16.640625, 1.875]), (
-        f"totals per GPU (GB) for ZeRO stages 0-3: got {totals}; "
-        "stage 1 partitions the optimizer states, stage 2 the gradients too, stage 3 the parameters too")
+    expected = [120.0, 31.40625, 16.640625, 1.875]
+    expect(totals == pytest.approx(expected), "part00.zero_totals", got=totals, expected=expected)
 
 
 def test_adam_optimizer_states_are_12_bytes_per_parameter(impl):
     states = impl(MODULE).model_state_bytes(1000)
-    assert states == pytest.approx({"params": 2000, "grads": 2000, "optimizer": 12000, "total": 16000}), (
-        f"got {states}: mixed-precision Adam keeps fp32 master weights, momentum and variance (12 bytes), "
-        "not only momentum and variance (8)")
+    expected = {"params": 2000, "grads": 2000, "optimizer": 12000, "total": 16000}
+    expect(states == pytest.approx(expected), "part00.adam_states", got=states, expected=expected)
 
 
 def test_activations_without_recomputation_follow_korthikanti(impl):
     m = impl(MODULE)
     # L * s*b*h * (34 + 5*a*s/h) with s = 2048, b = 1
     got = m.activation_bytes(LLAMA2_7B, seq_len=2048, micro_batch=1)
-    assert got == pytest.approx(32 * 2048 * 4096 * (34 + 5 * 32 * 2048 / 4096))
+    expected = 32 * 2048 * 4096 * (34 + 5 * 32 * 2048 / 4096)
+    expect(got == pytest.approx(expected), "part00.activations_no_recompute", got=got, expected=expected)
     full = m.activation_bytes(LLAMA2_7B, seq_len=2048, micro_batch=1, recompute="full")
-    assert full == pytest.approx(32 * 2 * 2048 * 4096), "full recomputation keeps each layer's 16-bit input only"
+    expected = 32 * 2 * 2048 * 4096
+    expect(full == pytest.approx(expected), "part00.activations_full_recompute", got=full, expected=expected)
 
 
 def test_kv_cache_uses_the_kv_heads(impl):
@@ -68,6 +68,4 @@ def test_pipeline_stages_do_not_shrink_the_first_stages_activations(impl):
     m = impl(MODULE)
     one = m.activation_bytes(LLAMA2_7B, seq_len=1024, micro_batch=2, tp=2, sequence_parallel=True)
     four = m.activation_bytes(LLAMA2_7B, seq_len=1024, micro_batch=2, tp=2, pp=4, sequence_parallel=True)
-    assert four == pytest.approx(one), (
-        f"pp=4 gave {four:.4g} bytes, pp=1 {one:.4g}: under 1F1B the first stage holds pp micro-batches "
-        "in flight, each through L/pp layers, so pipeline parallelism does not divide activation memory")
+    expect(four == pytest.approx(one), "part00.pp_activations", four=four, one=one)

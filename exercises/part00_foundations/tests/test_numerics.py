@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from infralab.testing import assert_close, assert_equal
+from infralab.testing import assert_close, assert_equal, expect
 
 MODULE = "part00_foundations.numerics"
 
@@ -42,9 +42,8 @@ def test_bf16_bits_round_the_largest_finite_floats_to_infinity(impl):
 def test_bf16_bits_keep_nan_a_nan(impl):
     got = impl(MODULE).bf16_bits(patterns(0x7F800001, 0x7FC00000, 0xFFFFFFFF))
     exponent, mantissa = (got >> 7) & 0xFF, got & 0x7F
-    assert bool((exponent == 0xFF).all() and (mantissa & 0x40 != 0).all()), \
-        (f"NaN inputs must give quiet NaN patterns (like 0x7FC0), got {[hex(v) for v in got.tolist()]}; "
-         "0x7F80 is infinity: rounding a NaN's bits like a number's carries it into the exponent")
+    expect(bool((exponent == 0xFF).all() and (mantissa & 0x40 != 0).all()), "part00.bf16_nan_quiet",
+           got=[hex(v) for v in got.tolist()])
 
 
 def test_bf16_bits_match_torch_cast_on_random_values(impl, gen):
@@ -97,6 +96,8 @@ def test_fp8_round_saturates_instead_of_overflowing(impl):
 def test_fp8_scaled_round_maps_the_largest_magnitude_onto_the_format_max(impl, gen):
     x = torch.randn(256, generator=gen) * 1e-3
     deq, scale = impl(MODULE).fp8_scaled_round(x, "e4m3")
-    assert scale == pytest.approx(float(x.abs().max()) / 448.0, rel=1e-6)
+    expected_scale = float(x.abs().max()) / 448.0
+    expect(scale == pytest.approx(expected_scale, rel=1e-6), "part00.fp8_scale", fmt="e4m3", expected=expected_scale,
+           got=repr(scale))
     expected = (x / scale).to(torch.float8_e4m3fn).float() * scale
     assert_close(deq, expected, name="fp8 round trip")

@@ -6,7 +6,7 @@ import torch
 
 from infralab.course import find_course_root, load_course
 from infralab.perf.profiles import load_profile
-from infralab.testing import assert_equal
+from infralab.testing import assert_equal, expect
 
 MODULE = "part00_foundations.roofline"
 
@@ -56,10 +56,13 @@ def test_causal_attention_does_half_the_flops(impl):
 def test_ridge_point_and_roofline_on_the_h200(impl):
     m = impl(MODULE)
     peak, bw = h200_ceilings()
-    assert m.ridge_point(peak, bw) == pytest.approx(737.7e12 / 4228e9)           # about 174.5 FLOP/byte
-    lower_ceiling = "the roofline is the lower of the two ceilings: min(P, I*W), not max"
-    assert m.attainable_flops(10.0, peak, bw) == pytest.approx(10.0 * 4228e9), lower_ceiling   # memory side
-    assert m.attainable_flops(1000.0, peak, bw) == pytest.approx(737.7e12), lower_ceiling      # capped at P
+    ridge = m.ridge_point(peak, bw)
+    expect(ridge == pytest.approx(737.7e12 / 4228e9), "part00.ridge_point",  # about 174.5 FLOP/byte
+           got=repr(ridge), expected=737.7e12 / 4228e9)
+    for intensity, expected in ((10.0, 10.0 * 4228e9), (1000.0, 737.7e12)):  # memory side, then capped at P
+        got = m.attainable_flops(intensity, peak, bw)
+        expect(got == pytest.approx(expected), "part00.lower_ceiling", intensity=intensity, got=repr(got),
+               expected=expected)
 
 
 @pytest.mark.parametrize("op,shape,expected", [
@@ -75,6 +78,7 @@ def test_bound_on_the_h200(impl, op, shape, expected):
 
 def test_roofline_time_is_set_by_the_slower_side(impl):
     m = impl(MODULE)
-    assert m.roofline_time(1e12, 1e9, 1e15, 1e12) == pytest.approx(1e-3)   # both 1 ms
-    assert m.roofline_time(1e12, 4e9, 1e15, 1e12) == pytest.approx(4e-3), \
-        "memory takes 4 ms, compute 1 ms: the slower side (max, not min, not the sum) sets the time"
+    for nbytes, expected in ((1e9, 1e-3), (4e9, 4e-3)):  # both 1 ms; then memory 4 ms, compute 1 ms
+        got = m.roofline_time(1e12, nbytes, 1e15, 1e12)
+        expect(got == pytest.approx(expected), "part00.roofline_time", got=repr(got), expected=expected,
+               memory=nbytes / 1e12, compute=1e-3)

@@ -8,7 +8,7 @@ the hidden tests also compare with Hugging Face transformers.
 """
 import torch
 
-from infralab.testing import assert_close, assert_equal
+from infralab.testing import assert_close, assert_equal, expect
 from infralab.tiny_llama import random_llama_weights, tiny_llama_config
 
 MODULE = "part01_transformer.llama"
@@ -25,8 +25,8 @@ def test_forward_returns_fp32_logits_and_a_cache_of_the_prompt(impl, gen):
     ids = torch.randint(0, 128, (2, 7), generator=gen)
     logits, cache = impl(MODULE).llama_forward(weights, config, ids)
     assert_equal(tuple(logits.shape), (2, 7, 128), name="logits shape (B, S, V)")
-    assert logits.dtype == torch.float32, f"logits dtype: expected torch.float32, got {logits.dtype}"
-    assert not torch.isnan(logits).any(), "logits contain NaN"
+    expect(logits.dtype == torch.float32, "part01.logits_dtype", got=logits.dtype)
+    expect(not torch.isnan(logits).any(), "part01.logits_nan", count=int(torch.isnan(logits).sum()), total=logits.numel())
     assert_equal(sorted(cache), ["k", "v"], name="cache keys")
     for name in ("k", "v"):
         assert_equal(tuple(cache[name].shape), (2, 2, 2, 7, 16), name=f'cache["{name}"] shape (L, B, Hkv, T, Dh)')

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.testing import assert_close, assert_equal, expect, randn
 
 MODULE = "part01_transformer.rope"
 
@@ -13,7 +13,7 @@ def test_default_inverse_frequencies_are_base_to_the_minus_2i_over_d(impl):
     inv_freq, scaling = impl(MODULE).rope_inv_freq(8, base=10000.0)
     expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
     assert_close(inv_freq, expected, name="inv_freq")
-    assert scaling == 1.0, f"attention_scaling without scaling should be 1.0, got {scaling}"
+    expect(scaling == 1.0, "part01.attention_scaling_one", got=repr(scaling))
 
 
 def test_defaults_are_base_10000_and_no_attention_scaling(impl):
@@ -49,8 +49,7 @@ def test_yarn_ramp_bounds_are_clamped_and_guarded(impl, d, base, context, beta_f
         r = torch.tensor(r, dtype=torch.float64)
         return (theta * (1 - r) + theta / 4.0 * r).float()
 
-    assert not (isinstance(got, torch.Tensor) and got.isnan().any()), \
-        f"YaRN inv_freq for {scaling} has NaN: when low == high the ramp divides 0 by 0; guard it (high += 0.001)"
+    expect(not (isinstance(got, torch.Tensor) and got.isnan().any()), "part01.yarn_nan", scaling=scaling)
     assert_close(got, with_ramp(ramp), name=f"YaRN inv_freq for {scaling}",
                  mistakes={mistake[0]: with_ramp(mistake[1])} if mistake else None)
 

@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from infralab.i18n import tr
 from infralab.stats import assert_draws_follow
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
@@ -80,7 +81,7 @@ def test_sample_leaves_the_global_rng_alone(impl, seed, gen, golden):
     state = torch.get_rng_state()
     impl(MODULE).sample(z, seed=seed)
     if not torch.equal(torch.get_rng_state(), state):
-        raise Mismatch("sample changed torch's global RNG state", diagnosis)
+        raise Mismatch(tr("check.global_rng", name="sample"), diagnosis)
 
 
 def test_sample_follows_softmax_of_logits_over_temperature(impl, seed, golden):

@@ -6,6 +6,7 @@ recorded inputs, ``golden.ref.*`` returns the recorded expected values and known
 import torch
 
 from infralab.distributed import run_ranks
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.zero"
@@ -68,7 +69,7 @@ def test_zero_adamw_step_averages_gradients_over_two_simulated_ranks(impl, golde
     want = golden.ref.step_expectation(flat, grads, 5, 3, 2, 3, (m_full, v_full))
     for rank, res in enumerate(results):  # rank r owns elements 3r .. 3r + 2 of the 5 valid ones
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
-            raise Mismatch(f"rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type(res.value).__name__}")
+            raise Mismatch(tr("part02.zero.step_triple", rank=rank, got=type(res.value).__name__))
         got_flat, got_m, got_v = res.value
         assert_close(got_flat[:5], want["params"], name=f"rank {rank}: gathered parameters",
                      mistakes=want["mistakes"][rank])

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from infralab.testing import assert_close, randn
+from infralab.testing import assert_close, expect, randn
 
 MODULE = "part03_kernels.flash_attention"
 
@@ -13,7 +13,8 @@ def test_flash_attention_matches_sdpa(impl, gen, causal):
     q, k, v = (randn(1, 2, 40, 32, generator=gen) for _ in range(3))
     o, lse = impl(MODULE).flash_attention(q, k, v, causal=causal)
     assert_close(o, F.scaled_dot_product_attention(q, k, v, is_causal=causal), name="o")
-    assert lse.shape == (1, 2, 40) and lse.dtype == torch.float32, f"lse: got {tuple(lse.shape)} {lse.dtype}"
+    expect(lse.shape == (1, 2, 40) and lse.dtype == torch.float32, "part03.lse_shape", shape=tuple(lse.shape),
+           dtype=lse.dtype)
 
 
 def test_flash_attention_lse_is_the_log_sum_exp_of_the_scores(impl, gen):

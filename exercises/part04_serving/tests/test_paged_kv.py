@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part04_serving.paged_kv"
 
@@ -28,13 +29,14 @@ def test_append_fills_blocks_in_order_and_maps_slots(impl, gen):
     k, v = kv(6, gen)
     cache.append(0, k, v)
     table = cache.block_table(0)
-    assert len(table) == 2, f"6 tokens in blocks of 4 need 2 blocks, the table has {len(table)}"
+    expect(len(table) == 2, "part04.kv.six_tokens_two_blocks", got=len(table))
     expected = torch.tensor([table[i // 4] * 4 + i % 4 for i in range(6)])
     assert_equal(cache.slot_mapping(0), expected, name="slot_mapping")
     got_k, got_v = cache.gather(0)
     assert_close(got_k, k, name="gathered K")
     assert_close(got_v, v, name="gathered V")
-    assert cache.num_free_blocks() == 6
+    free = cache.num_free_blocks()
+    expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
 
 
 def test_fork_shares_blocks_without_copying(impl, gen):
@@ -42,9 +44,14 @@ def test_fork_shares_blocks_without_copying(impl, gen):
     cache.add_sequence(0)
     cache.append(0, *kv(5, gen))
     cache.fork(0, 1)
-    assert cache.block_table(1) == cache.block_table(0)
-    assert all(cache.ref_count(b) == 2 for b in cache.block_table(0))
-    assert cache.num_free_blocks() == 6
+    child, parent = cache.block_table(1), cache.block_table(0)
+    expect(child == parent, "check.value_note", what="block_table(1)", expected=parent, got=child,
+           note=tr("part04.kv.fork_shares"))
+    refs = [cache.ref_count(b) for b in cache.block_table(0)]
+    expect(all(r == 2 for r in refs), "check.value", what="[ref_count(b) for b in block_table(0)]",
+           expected=[2] * len(refs), got=refs)
+    free = cache.num_free_blocks()
+    expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
 
 
 def test_out_of_blocks_raises_memory_error(impl, gen):
@@ -57,12 +64,12 @@ def test_out_of_blocks_raises_memory_error(impl, gen):
 def test_append_after_forking_a_sequence_shorter_than_one_block_leaves_the_other_intact(impl, gen):
     """A fork of 2 tokens shares one partly filled block: whoever appends first must copy it."""
     cache, k0 = forked_cache(impl, gen, 2)
-    assert cache.blocks_needed(0, 1) == 1, \
-        "appending to a sequence whose only, partly filled block is shared needs 1 block (the copy-on-write; " \
-        "it is needed for a fork shorter than one block too)"
+    needed = cache.blocks_needed(0, 1)
+    expect(needed == 1, "check.value_note", what="blocks_needed(0, 1)", expected=1, got=needed,
+           note=tr("part04.kv.cow_short_fork_needs_copy"))
     cache.append(0, *kv(1, gen))
-    assert cache.block_table(0) != cache.block_table(1), \
-        "copy-on-write skipped for a fork shorter than one block: the parent wrote into the block its child reads"
+    parent = cache.block_table(0)
+    expect(parent != cache.block_table(1), "part04.kv.cow_short_fork_skipped", table=parent)
     assert_close(cache.gather(1)[0], k0, name="the child's K after its parent appended")
 
 
@@ -73,11 +80,14 @@ def test_a_full_last_block_stays_shared_and_a_fitting_append_needs_no_free_block
     cache.fork(0, 1)
     shared = cache.block_table(0)
     cache.append(1, *kv(2, gen))  # a new block; the full shared block is not copied
-    assert cache.block_table(1)[0] == shared[0] and cache.ref_count(shared[0]) == 2, \
-        "copy-on-write of a full last block: the append starts a new block, the full block stays shared"
+    table = cache.block_table(1)
+    expect(table[0] == shared[0] and cache.ref_count(shared[0]) == 2, "part04.kv.full_block_stays_shared",
+           table=table, shared=shared[0], refs=cache.ref_count(shared[0]))
     append_that_fits(cache, 0, 1, gen)  # takes the last free block
-    assert cache.num_free_blocks() == 0
-    assert cache.blocks_needed(1, 2) == 0, "2 tokens fit in the 2 free slots of the last block: 0 blocks needed"
+    free = cache.num_free_blocks()
+    expect(free == 0, "check.value", what="num_free_blocks()", expected=0, got=free)
+    needed = cache.blocks_needed(1, 2)
+    expect(needed == 0, "part04.kv.fits_last_block", got=needed)
     append_that_fits(cache, 1, 2, gen)
 
 
@@ -86,8 +96,7 @@ def append_that_fits(cache, seq, t, gen):
     try:
         cache.append(seq, *kv(t, gen))
     except MemoryError:
-        pytest.fail(f"append of {t} tokens needing {needed} blocks was refused with {free} free: "
-                    f"refuse only when blocks_needed > free blocks (not >=)")
+        raise Mismatch(tr("part04.kv.refused_with_room", tokens=t, needed=needed, free=free)) from None
 
 
 def test_freeing_a_fork_keeps_the_blocks_its_parent_still_reads(impl, gen):

@@ -6,8 +6,9 @@ import math
 
 import torch
 
+from infralab.i18n import tr
 from infralab.stats import assert_draws_follow
-from infralab.testing import assert_close, assert_equal
+from infralab.testing import assert_close, assert_equal, expect
 
 MODULE = "part04_serving.speculative"
 OWN_STREAM = 1_000_003  # the sampler's seed differs from the drafts' generator seed: the same stream would
@@ -44,9 +45,11 @@ def test_residual_is_the_normalised_positive_part_of_p_minus_q(impl):
 
 def test_expected_tokens_per_step(impl):
     m = impl(MODULE)
-    assert math.isclose(m.expected_tokens_per_step(0.5, 3), 1.875), "1 + 0.5 + 0.25 + 0.125"
-    assert math.isclose(m.expected_tokens_per_step(1.0, 4), 5.0), "alpha = 1: all K drafts and the bonus"
-    assert math.isclose(m.expected_tokens_per_step(0.0, 4), 1.0), "alpha = 0: only the target's token"
+    for alpha, k, expected, note in ((0.5, 3, 1.875, "part04.spec.sum_half"), (1.0, 4, 5.0, "part04.spec.alpha_one"),
+                                     (0.0, 4, 1.0, "part04.spec.alpha_zero")):
+        got = m.expected_tokens_per_step(alpha, k)
+        expect(math.isclose(got, expected), "part04.spec.tokens_per_step", alpha=alpha, k=k, expected=expected,
+               got=repr(got), note=tr(note))
 
 
 def test_rejection_keeps_tokens_the_target_likes_and_replaces_those_it_never_emits(impl, seed):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, randn
+from infralab.testing import Mismatch, assert_close, expect, randn
 
 MODULE = "part05_quantization.awq"
 
@@ -47,7 +47,7 @@ def test_search_scales_picks_the_smallest_output_error(impl, golden):
     assert_close(errors, ref_errors, rtol=1e-2, atol=0.0, name="output error at each alpha = i / 10",
                  mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "errors"))
     best = int(torch.argmin(errors)) / 10  # argmin: the first minimum
-    assert alpha == best, tr("part05.awq.alpha_differs", expected=best, got=repr(alpha))
+    expect(alpha == best, "part05.awq.alpha_differs", expected=best, got=repr(alpha))
     assert_close(s, golden.ref.reference_scales(golden.ref.reference_stats(x), alpha), name="s",
                  mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "s"))
 
@@ -72,8 +72,8 @@ def test_awq_beats_round_to_nearest_on_a_layer_with_outlier_channels(impl, golde
     w_awq = (q.float() - zero.float().repeat_interleave(16, 1)) * scale.repeat_interleave(16, 1) / s
     e_awq = float(((x @ w.T - x @ w_awq.T) ** 2).mean())
     e_rtn = float(((x @ w.T - x @ golden.ref.reference_fake_quantize(w, 4, 16).T) ** 2).mean())
-    assert e_awq < 0.8 * e_rtn, tr("part05.awq.not_below_rtn", inputs=tr("part05.awq.calibration_inputs"),
-                                   awq=f"{e_awq:.4g}", rtn=f"{e_rtn:.4g}")
+    expect(e_awq < 0.8 * e_rtn, "part05.awq.not_below_rtn", inputs=tr("part05.awq.calibration_inputs"),
+           awq=f"{e_awq:.4g}", rtn=f"{e_rtn:.4g}")
 
 
 def test_equal_errors_keep_the_first_grid_point(impl, gen):

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
 
 MODULE = "part05_quantization.gptq"
 
@@ -44,7 +45,7 @@ def test_gptq_output_error_is_below_rtn(impl, gen):
     deq = lambda q: m.dequantize_gptq(*q)  # noqa: E731
     e_gptq = torch.linalg.norm(x @ (w - deq(m.gptq_quantize(w, x, bits=4, block_size=8))).T)
     e_rtn = torch.linalg.norm(x @ (w - deq(m.quantize_rtn(w, bits=4))).T)
-    assert e_gptq < e_rtn, f"GPTQ's output error {e_gptq:.4g} should be below RTN's {e_rtn:.4g}"
+    expect(e_gptq < e_rtn, "part05.gptq.not_below_rtn", gptq=float(e_gptq), rtn=float(e_rtn))
 
 
 def test_group_size_must_divide_the_input_dimension(impl, gen):
@@ -58,9 +59,7 @@ def test_group_size_one_is_one_group_per_column(impl):
     try:
         codes, scales, zeros, g_idx = impl(MODULE).quantize_rtn(w, bits=4, group_size=1, sym=False)
     except ValueError as e:
-        raise AssertionError(f"quantize_rtn(group_size=1) raised ValueError({e}): group_size=1 (one column per "
-                             "group) is valid; only group_size <= 0 (other than -1) or one not dividing the input "
-                             "dimension is refused") from None
+        raise Mismatch(tr("part05.gptq.group_size_one_refused", error=e)) from None
     assert_equal(tuple(scales.shape), (1, 3), name="scales shape with group_size=1 (rows, columns)")
     assert_equal(g_idx, torch.arange(3), name="g_idx with group_size=1 (column j in group j)")
 
@@ -82,8 +81,8 @@ def test_rtn_asymmetric_all_zero_and_one_signed_groups(impl):
 
 def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
     codes, scales, zeros, _ = impl(MODULE).quantize_rtn(randn(3, 256, generator=gen))
-    assert tuple(scales.shape) == (3, 1), f"default group_size is -1 (one group per row): scales {tuple(scales.shape)}"
-    assert int(codes.max()) <= 15, f"default bits is 4 (codes 0..15), got codes up to {int(codes.max())}"
+    expect(tuple(scales.shape) == (3, 1), "part05.gptq.default_group_size", got=tuple(scales.shape))
+    expect(int(codes.max()) <= 15, "part05.gptq.default_bits", got=int(codes.max()))
     assert_equal(zeros, torch.full((3, 1), 8, dtype=torch.int32), name="default symmetric zero points")
 
 

@@ -6,7 +6,8 @@ recorded inputs, ``golden.ref.*`` returns the recorded expected values and known
 import pytest
 import torch
 
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, randn
+from infralab.i18n import tr
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.quant_basics"
 
@@ -17,7 +18,7 @@ def test_absmax_int8_per_channel_hand_example(impl, golden):
     wrong_axis = golden.ref.SCALES_ON_INPUT_AXIS
     shape = tuple(check_tensor(scale, dtype=torch.float32, name="scale").shape)
     if shape != (2, 1):  # one scale per output row
-        raise Mismatch(f"scale (channel): expected shape (2, 1), got {shape}",
+        raise Mismatch(tr("part05.quant_basics.channel_scale_shape", got=shape),
                        wrong_axis if shape in ((1, 3), (3, 1), (3,)) else None)
     assert_close(scale, torch.tensor([[1.0], [2.0 / 127]]), name="per-channel scales (out, 1)",
                  mistakes=golden.ref.scale_mistakes(w, 8, "channel", 0))
@@ -30,9 +31,12 @@ def test_absmax_round_trip_error_is_at_most_half_a_step(impl, gen):
     w = randn(16, 64, generator=gen)
     m = impl(MODULE)
     q, scale = m.absmax_quantize(w, bits=8, granularity="group", group_size=16)
-    assert tuple(scale.shape) == (16, 4), f"per-group scales must have shape (16, 4), got {tuple(scale.shape)}"
+    expect(tuple(scale.shape) == (16, 4), "part05.quant_basics.group_scale_shape", got=tuple(scale.shape))
     err = (m.dequantize(q, scale) - w).abs().reshape(16, 4, 16)
-    assert bool((err <= scale[..., None] / 2 + 1e-6).all()), "round-trip error above half a quantisation step"
+    above = err > scale[..., None] / 2 + 1e-6
+    expect(bool((err <= scale[..., None] / 2 + 1e-6).all()), "part05.quant_basics.above_half_step",
+           count=int(above.sum()), total=err.numel(), err=float(err.max()), low=float(scale.min()) / 2,
+           high=float(scale.max()) / 2)
 
 
 def test_zeropoint_uint4_hand_example(impl):
@@ -65,7 +69,7 @@ def test_pack_int4_puts_the_first_code_in_the_low_nibble(impl):
 def test_fp8_dynamic_scale_maps_amax_to_the_format_maximum(impl, gen):
     x = randn(8, 32, generator=gen, scale=3.0)
     x8, scale = impl(MODULE).fp8_quantize(x, "e4m3")
-    assert x8.dtype == torch.float8_e4m3fn, f"expected torch.float8_e4m3fn, got {x8.dtype}"
+    expect(x8.dtype == torch.float8_e4m3fn, "part05.quant_basics.fp8_dtype", got=x8.dtype)
     assert_close(scale, x.abs().max() / 448, name="dynamic scale")
     # 3 mantissa bits: half a step is 2^-4 relative; near zero e4m3's subnormal step 2^-9 (times the scale) rules
     assert_close(x8.float() * scale, x, rtol=2 ** -4, atol=float(scale) * 2 ** -10, name="dequantised fp8")

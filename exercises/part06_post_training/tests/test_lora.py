@@ -5,23 +5,29 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from infralab.testing import assert_close, assert_equal, randn
+from infralab.i18n import tr
+from infralab.testing import assert_close, assert_equal, expect, randn
 
 MODULE = "part06_post_training.lora"
 
 
 def test_scaling_is_alpha_over_r_or_over_sqrt_r_with_rslora(impl):
     m = impl(MODULE)
-    assert math.isclose(m.lora_scaling(16, 8), 2.0), "LoRA scaling is alpha / r"
-    assert math.isclose(m.lora_scaling(16, 4, use_rslora=True), 8.0), "rsLoRA scaling is alpha / sqrt(r)"
+    got = m.lora_scaling(16, 8)
+    expect(math.isclose(got, 2.0), "part06.lora_scaling", alpha=16, r=8, rslora="", expected=2.0, got=repr(got),
+           note=tr("part06.scaling_alpha_over_r"))
+    got = m.lora_scaling(16, 4, use_rslora=True)
+    expect(math.isclose(got, 8.0), "part06.lora_scaling", alpha=16, r=4, rslora=", use_rslora=True", expected=8.0,
+           got=repr(got), note=tr("part06.scaling_rslora"))
 
 
 def test_init_gives_kaiming_uniform_a_and_zero_b(impl):
     A, B = impl(MODULE).init_lora(in_features=64, out_features=32, r=4, seed=0)
-    assert tuple(A.shape) == (4, 64) and tuple(B.shape) == (32, 4), "A is (r, in), B is (out, r)"
+    expect(tuple(A.shape) == (4, 64) and tuple(B.shape) == (32, 4), "part06.lora_shapes", want_a=(4, 64),
+           want_b=(32, 4), got_a=tuple(A.shape), got_b=tuple(B.shape))
     assert_equal(B, torch.zeros(32, 4), name="B starts at zero")
-    assert float(A.abs().max()) <= 1 / math.sqrt(64) and float(A.abs().max()) > 0.5 / math.sqrt(64), \
-        "A is uniform on [-1/sqrt(in), 1/sqrt(in)]"
+    expect(float(A.abs().max()) <= 1 / math.sqrt(64) and float(A.abs().max()) > 0.5 / math.sqrt(64),
+           "part06.lora_a_range", bound=1 / math.sqrt(64), low=0.5 / math.sqrt(64), got=float(A.abs().max()))
 
 
 def test_a_fresh_adapter_leaves_the_layer_unchanged(impl, gen):
