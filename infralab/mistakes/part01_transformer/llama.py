@@ -85,44 +85,71 @@ def knob_forward(w, c, ids, chunks=None, *, interleaved=False, offset=True, tile
     return torch.cat(out, 1).float()
 
 
+# Known mistakes: (english, chinese) label -> the knob_forward switches that reproduce it.
+MISTAKE_KNOBS = {
+    ("RoPE on interleaved pairs (2j, 2j+1) instead of HF's rotate-half pairs (j, j + Dh/2)",
+     "RoPE 用了交错配对 (2j, 2j+1)，而不是 HF 的 rotate-half 配对 (j, j + Dh/2)"): {"interleaved": True},
+    ("RoPE positions not offset by start_pos (the new tokens were rotated as positions 0, 1, ...)",
+     "RoPE 位置没有加上 start_pos（新 token 按位置 0, 1, ... 旋转）"): {"offset": False},
+    ("GQA heads expanded with repeat (head h uses KV head h % Hkv) instead of repeat_interleave (h // group)",
+     "GQA 的头用 repeat 展开（头 h 用 KV 头 h % Hkv），而不是 repeat_interleave（h // group）"): {"tiled_gqa": True},
+    ("the final RMSNorm (model.norm) before the LM head is missing",
+     "缺少 LM head 之前的最后一个 RMSNorm（model.norm）"): {"final_norm": False},
+    ("RMSNorm eps added outside the square root", "RMSNorm 的 eps 加在了平方根外面"): {"eps_inside": False},
+    ("causal mask aligned top-left: a chunk after the cache cannot see its own earlier positions",
+     "因果掩码按左上角对齐：缓存之后的分块看不到自己前面的位置"): {"top_left": True},
+    ("the k_proj bias is left out (q and v got theirs): add a bias wherever the state dict holds one",
+     "漏加了 k_proj 的 bias（q、v 加了）：state dict 里有 bias 的投影都要加"): {"skip_bias": ("k_proj",)},
+    ("the o_proj bias is left out (only Qwen2's q/k/v biases added): with attention_bias o_proj has one too",
+     "漏加了 o_proj 的 bias（只加了 Qwen2 那样的 q/k/v bias）：attention_bias 时 o_proj 也有 bias"):
+        {"skip_bias": ("o_proj",)},
+    ("no bias added at all: the state dict's *_proj.bias tensors were ignored",
+     "完全没有加 bias：state dict 里的 *_proj.bias 被忽略了"):
+        {"skip_bias": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")},
+    ("Qwen3's q/k RMSNorm applied after RoPE instead of before it",
+     "Qwen3 的 q/k RMSNorm 放在了 RoPE 之后，而不是之前"): {"qk_norm": "after_rope"},
+    ("Qwen3's q/k RMSNorm taken over all heads together (the whole projection, as OLMo-2 does) "
+     "instead of over each head's head_dim features",
+     "Qwen3 的 q/k RMSNorm 对所有头一起（整个投影，OLMo-2 的做法）求均方，而不是对每个头的 head_dim 维"):
+        {"qk_norm": "all_heads"},
+    ("Qwen3's q_norm / k_norm were not applied", "没有应用 Qwen3 的 q_norm / k_norm"): {"qk_norm": "none"},
+}
+
+
 def llama_mistakes(w, c, ids, chunks=None):
     """Known mistakes' logits; a mistake that would pass on this input is left out (None), so the
     bias and q/k-norm mistakes only appear for state dicts that hold biases or q/k norms."""
     rtol, atol = tolerance(torch.float32)
 
-    def variant(**knobs):
+    def variant(knobs):
         def produce():
             wrong = knob_forward(w, c, ids, chunks, **knobs)
             return None if torch.allclose(wrong, knob_forward(w, c, ids, chunks), rtol=rtol, atol=atol) else wrong
         return produce
-    return {
-        ("RoPE on interleaved pairs (2j, 2j+1) instead of HF's rotate-half pairs (j, j + Dh/2)",
-         "RoPE 用了交错配对 (2j, 2j+1)，而不是 HF 的 rotate-half 配对 (j, j + Dh/2)"): variant(interleaved=True),
-        ("RoPE positions not offset by start_pos (the new tokens were rotated as positions 0, 1, ...)",
-         "RoPE 位置没有加上 start_pos（新 token 按位置 0, 1, ... 旋转）"):
-            variant(offset=False),
-        ("GQA heads expanded with repeat (head h uses KV head h % Hkv) instead of repeat_interleave (h // group)",
-         "GQA 的头用 repeat 展开（头 h 用 KV 头 h % Hkv），而不是 repeat_interleave（h // group）"):
-            variant(tiled_gqa=True),
-        ("the final RMSNorm (model.norm) before the LM head is missing",
-         "缺少 LM head 之前的最后一个 RMSNorm（model.norm）"): variant(final_norm=False),
-        ("RMSNorm eps added outside the square root", "RMSNorm 的 eps 加在了平方根外面"): variant(eps_inside=False),
-        ("causal mask aligned top-left: a chunk after the cache cannot see its own earlier positions",
-         "因果掩码按左上角对齐：缓存之后的分块看不到自己前面的位置"):
-            variant(top_left=True),
-        ("the k_proj bias is left out (q and v got theirs): add a bias wherever the state dict holds one",
-         "漏加了 k_proj 的 bias（q、v 加了）：state dict 里有 bias 的投影都要加"): variant(skip_bias=("k_proj",)),
-        ("the o_proj bias is left out (only Qwen2's q/k/v biases added): with attention_bias o_proj has one too",
-         "漏加了 o_proj 的 bias（只加了 Qwen2 那样的 q/k/v bias）：attention_bias 时 o_proj 也有 bias"):
-            variant(skip_bias=("o_proj",)),
-        ("no bias added at all: the state dict's *_proj.bias tensors were ignored",
-         "完全没有加 bias：state dict 里的 *_proj.bias 被忽略了"):
-            variant(skip_bias=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")),
-        ("Qwen3's q/k RMSNorm applied after RoPE instead of before it",
-         "Qwen3 的 q/k RMSNorm 放在了 RoPE 之后，而不是之前"): variant(qk_norm="after_rope"),
-        ("Qwen3's q/k RMSNorm taken over all heads together (the whole projection, as OLMo-2 does) "
-         "instead of over each head's head_dim features",
-         "Qwen3 的 q/k RMSNorm 对所有头一起（整个投影，OLMo-2 的做法）求均方，而不是对每个头的 head_dim 维"):
-            variant(qk_norm="all_heads"),
-        ("Qwen3's q_norm / k_norm were not applied", "没有应用 Qwen3 的 q_norm / k_norm"): variant(qk_norm="none"),
-    }
+    return {label: variant(knobs) for label, knobs in MISTAKE_KNOBS.items()}
+
+
+MIN_TOP2_GAP = 1e-3  # a recorded greedy step must not hinge on fp32 rounding
+
+
+def greedy_tokens(w, c, ids, n, **knobs):
+    """(B, S + n): the float64 model's greedy continuation, prefill then one cached decode step per
+    token (chunks S, 1, 1, ...), with ``knobs`` (knob_forward's mistakes). Raises ValueError where a
+    correct model's step is a near tie (top-2 logits within MIN_TOP2_GAP)."""
+    out = ids
+    for _ in range(n):
+        last = knob_forward(w, c, out, [ids.shape[1]] + [1] * (out.shape[1] - ids.shape[1]), **knobs)[:, -1]
+        top2 = last.topk(2, dim=-1).values
+        if not knobs and (top2[:, 0] - top2[:, 1]).min() < MIN_TOP2_GAP:
+            raise ValueError("a near tie in the greedy reference: draw other inputs")
+        out = torch.cat([out, last.argmax(-1, keepdim=True)], 1)
+    return out
+
+
+def greedy_mistakes(w, c, ids, n):
+    """Known mistakes' greedy tokens. Tokens tell mistakes apart poorly: a mistake that picks the
+    right tokens here, or the same tokens as another mistake (ambiguous), is left out."""
+    right = greedy_tokens(w, c, ids, n)
+    tokens = {label: greedy_tokens(w, c, ids, n, **knobs) for label, knobs in MISTAKE_KNOBS.items()}
+    return {label: t for label, t in tokens.items()
+            if not torch.equal(t, right) and sum(torch.equal(t, other) for other in tokens.values()) == 1}
