@@ -1,7 +1,9 @@
 """The part01 llama and sampling reference solutions agree with transformers (pinned: 5.17.x).
 
-llama vs ``LlamaForCausalLM`` (eager attention, fp32) holding the same random weights: logits,
-the KV cache, chunked prefill, greedy generation, tied embeddings, GQA/MQA/MHA. Sampling filters
+llama vs ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` and ``Qwen3ForCausalLM`` (eager attention,
+fp32) holding the same random weights (infralab.tiny_llama.tiny_model): logits, the KV cache,
+chunked prefill, greedy generation, tied embeddings, GQA/MQA/MHA, Qwen2's q/k/v biases, Qwen3's
+per-head q/k norm (with and without attention_bias), LLaMA's attention_bias and mlp_bias. Sampling filters
 vs transformers' logits processors (``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
 ``TopPLogitsWarper``, ``MinPLogitsWarper``, ``RepetitionPenaltyLogitsProcessor``) on random
 logits, thresholds drawn clear of the boundaries (HF breaks top-p ties by sort order; we keep tied
@@ -12,7 +14,7 @@ import torch
 
 from infralab.stats import threshold_clear_of
 from infralab.testing import assert_close, assert_equal
-from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_config
+from infralab.tiny_llama import tiny_model
 from solutions.part01_transformer import llama, sampling
 
 transformers = pytest.importorskip("transformers")
@@ -26,20 +28,30 @@ from transformers.generation.logits_process import (  # noqa: E402
     TopPLogitsWarper,
 )
 
-CONFIGS = [
-    {},
-    {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
-    {"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8},
-    {"num_key_value_heads": 4, "rms_norm_eps": 0.3},
-    {"tie_word_embeddings": True, "num_hidden_layers": 3},
+CONFIGS = [  # (family, overrides)
+    ("llama", {}),
+    ("llama", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0}),
+    ("llama", {"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8}),
+    ("llama", {"num_key_value_heads": 4, "rms_norm_eps": 0.3}),
+    ("llama", {"tie_word_embeddings": True, "num_hidden_layers": 3}),
+    ("llama", {"attention_bias": True, "mlp_bias": True}),
+    ("qwen2", {}),
+    ("qwen2", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 1000000.0, "tie_word_embeddings": True}),
+    ("qwen3", {}),
+    ("qwen3", {"attention_bias": True, "num_attention_heads": 8, "head_dim": 16, "rms_norm_eps": 1e-6}),
 ]
 
 
-@pytest.fixture(params=range(len(CONFIGS)), ids=lambda i: "-".join(f"{k}={v}" for k, v in CONFIGS[i].items()) or "default")
+def config_id(i):
+    family, overrides = CONFIGS[i]
+    words = "-".join(f"{k}={v}" for k, v in overrides.items())
+    return "-".join(w for w in ("" if family == "llama" else family, words) if w) or "default"
+
+
+@pytest.fixture(params=range(len(CONFIGS)), ids=config_id)
 def tiny(request):
-    config = tiny_llama_config(**CONFIGS[request.param])
-    weights = random_llama_weights(config, torch.Generator().manual_seed(1000 + request.param))
-    return weights, config, hf_llama(config, weights)
+    family, overrides = CONFIGS[request.param]
+    return tiny_model(family, 1000 + request.param, hf=True, **overrides)
 
 
 def test_llama_logits_and_cache_equal_hf(tiny):
@@ -48,7 +60,7 @@ def test_llama_logits_and_cache_equal_hf(tiny):
     logits, cache = llama.llama_forward(weights, config, ids)
     with torch.no_grad():
         out = hf(ids, use_cache=True)
-    assert_close(logits, out.logits, name="logits vs LlamaForCausalLM")
+    assert_close(logits, out.logits, name=f"logits vs {type(hf).__name__}")
     assert_close(cache["k"], torch.stack([layer.keys for layer in out.past_key_values.layers]), name="cached keys")
     assert_close(cache["v"], torch.stack([layer.values for layer in out.past_key_values.layers]), name="cached values")
 
