@@ -30,6 +30,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from infralab.i18n import tr
+
 FAMILIES = ("llama", "qwen2", "qwen3")
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -84,11 +86,11 @@ def tiny_model(family: str = "llama", seed: int | torch.Generator = 0, *, dtype:
 def tiny_llama_config(family: str = "llama", **overrides: Any) -> dict[str, Any]:
     """The default tiny config of ``family`` with ``overrides`` applied (unknown keys are an error)."""
     if family not in FAMILIES:
-        raise KeyError(f"unknown model family {family!r}: expected one of {FAMILIES}")
+        raise KeyError(tr("tiny_llama.unknown_family", family=family, families=", ".join(FAMILIES)))
     base = {**DEFAULT_CONFIG, **_FAMILY_KEYS[family]}
     unknown = set(overrides) - (set(base) - {"model_type"}) - _OPTIONAL_KEYS[family]  # the family sets model_type
     if unknown:
-        raise KeyError(f"not {family} config keys: {sorted(unknown)}")
+        raise KeyError(tr("tiny_llama.unknown_keys", family=family, keys=sorted(unknown)))
     return {**base, **overrides}
 
 
@@ -175,7 +177,8 @@ def hf_llama(config: dict[str, Any], weights: dict[str, torch.Tensor]):
                                              mlp_bias=config.get("mlp_bias", False))
         model_class = transformers.LlamaForCausalLM
     elif family == "qwen2":
-        hf_config, model_class = transformers.Qwen2Config(**common, use_sliding_window=False), transformers.Qwen2ForCausalLM
+        hf_config = transformers.Qwen2Config(**common, use_sliding_window=False)
+        model_class = transformers.Qwen2ForCausalLM
     else:
         hf_config = transformers.Qwen3Config(**common, attention_bias=config.get("attention_bias", False),
                                              use_sliding_window=False)
@@ -184,7 +187,8 @@ def hf_llama(config: dict[str, Any], weights: dict[str, torch.Tensor]):
     missing, unexpected = model.load_state_dict({k: t.float() for k, t in weights.items()}, strict=False)
     allowed_missing = {"lm_head.weight"} if hf_config.tie_word_embeddings else set()
     if set(missing) - allowed_missing or unexpected:
-        raise KeyError(f"weights do not fit {model_class.__name__}: missing {missing}, unexpected {unexpected}")
+        raise KeyError(tr("tiny_llama.weights_misfit", model=model_class.__name__, missing=missing,
+                          unexpected=unexpected))
     if hf_config.tie_word_embeddings:
         model.tie_weights()
     model.generation_config.eos_token_id = None

@@ -195,7 +195,7 @@ def test_qwen_style_decode_steps_with_the_cache_equal_the_full_forward(impl, see
         logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
         outs.append(logits)
         start += size
-    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{name}: chunks 5+2 then 2 decode steps vs one HF forward",
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{name}: chunks 5+2, 2 decode steps vs one HF forward",
                  mistakes=llama_mistakes(weights, config, ids, chunks))
 
 
