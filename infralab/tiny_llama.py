@@ -152,6 +152,25 @@ def random_llama_weights(config: dict[str, Any], generator: torch.Generator,
     return {name: t.to(dtype) for name, t in w.items()}
 
 
+NEAR_TIE = 1e-4  # a top-2 logit gap below this may go either way under a correct answer's fp32 rounding
+
+
+def hf_greedy(hf, ids: torch.Tensor, n: int) -> tuple[torch.Tensor, int]:
+    """transformers' greedy continuation of ``ids`` by ``n`` tokens, ``(B, S + n)``, and how many
+    of its leading positions an answer must match: all ``S + n``, or up to the first step where
+    some row's top two logits are within NEAR_TIE (a correct answer's fp32 rounding may break that
+    tie the other way, and then every later token differs too). Uses an explicit all-ones
+    attention mask (HF would otherwise take tokens equal to pad_token_id for padding)."""
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+                          output_logits=True, return_dict_in_generate=True)
+    if n == 0:
+        return out.sequences, ids.shape[1]
+    top2 = torch.stack([step.float().topk(2, dim=-1).values for step in out.logits])  # (n, B, 2)
+    near_ties = ((top2[..., 0] - top2[..., 1]) < NEAR_TIE).any(dim=1).nonzero()
+    return out.sequences, ids.shape[1] + (n if len(near_ties) == 0 else int(near_ties[0]))
+
+
 def hf_llama(config: dict[str, Any], weights: dict[str, torch.Tensor]):
     """transformers' model of ``config``'s family (``LlamaForCausalLM``, ``Qwen2ForCausalLM`` or
     ``Qwen3ForCausalLM``; eager attention, fp32, eval mode, no sliding window) holding ``weights``.

@@ -14,7 +14,7 @@ import torch
 
 from infralab.stats import threshold_clear_of
 from infralab.testing import assert_close, assert_equal
-from infralab.tiny_llama import tiny_model
+from infralab.tiny_llama import hf_greedy, hf_llama, tiny_model
 from solutions.part01_transformer import llama, sampling
 
 transformers = pytest.importorskip("transformers")
@@ -119,3 +119,25 @@ def test_top_k_ties_are_kept_as_in_hf():
     z = torch.randint(-3, 4, (8, 30), generator=torch.Generator().manual_seed(7)).float()
     for k in (2, 5, 11):
         assert_equal(sampling.top_k_filter(z, k), TopKLogitsWarper(k)(None, z), name=f"top-{k} with ties")
+
+
+def test_hf_greedy_compares_only_up_to_a_near_tie():
+    """A correct answer computed in float64 breaks a near tie the other way from HF's fp32 (the
+    second-best token's LM-head row is the best one's plus a vector almost orthogonal to the final
+    hidden state): the tokens differ from HF's after it, and hf_greedy stops the comparison there."""
+    weights, config, _ = tiny_model("llama", 5)
+    ids = torch.randint(0, config["vocab_size"], (1, 5), generator=torch.Generator().manual_seed(1))
+    probe = {k: t.double() for k, t in weights.items()}
+    probe["lm_head.weight"] = torch.eye(config["vocab_size"], config["hidden_size"], dtype=torch.float64)
+    h = llama.llama_forward(probe, config, ids)[0][0, -1, :config["hidden_size"]].double()  # the last normed hidden
+    best, second = llama.llama_forward(weights, config, ids)[0][0, -1].topk(2).indices.tolist()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        r = 0.1 * torch.randn(config["hidden_size"], generator=g, dtype=torch.float64)
+    r = r - (r @ h) / (h @ h) * h + 2e-8 * h / (h @ h)  # the logits of `second` exceed `best`'s by 2e-8
+    weights["lm_head.weight"][second] = (weights["lm_head.weight"][best].double() + r).float()
+    got = llama.generate_greedy({k: t.double() for k, t in weights.items()}, config, ids, 6)
+    expected, compared = hf_greedy(hf_llama(config, weights), ids, 6)
+    assert not torch.equal(got, expected), "the near tie no longer splits float64 from HF: pick another vector"
+    assert_equal(compared, ids.shape[1], name="positions compared (the tie is at the first new token)")
+    assert_equal(got[:, :compared], expected[:, :compared], name="tokens before the near tie")
