@@ -6,7 +6,11 @@ The one entry point for a test or an exercise that needs a model::
 
     weights, config, hf = tiny_model("qwen3", seed=0, hf=True, num_hidden_layers=3)
 
-The families differ only in the attention block (transformers 5.17's modeling files):
+and, to compare greedy tokens with transformers' ``generate`` (only up to a near tie)::
+
+    expected, compared = hf_greedy(hf, prompt_ids, max_new_tokens)
+
+The families differ only in their biases and Qwen3's q/k norm (transformers 5.17's modeling files):
 
 - ``llama``: no biases unless ``attention_bias`` (q/k/v/o_proj.bias) or ``mlp_bias``
   (gate/up/down_proj.bias), as ``LlamaConfig`` names them;
