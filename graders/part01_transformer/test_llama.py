@@ -7,6 +7,8 @@ per mistake; it only explains failures.
 """
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infralab.mistakes.part01_transformer.llama import llama_mistakes
 from infralab.testing import assert_close, assert_equal
@@ -224,3 +226,26 @@ def test_qwen_style_greedy_generation_equals_hf_generate(impl, seed, gen, name):
     ids = torch.randint(0, VOCAB, (2, 5), generator=gen)
     got = impl(MODULE).generate_greedy(weights, config, ids, 6)
     assert_greedy_equals_hf(got, hf, ids, 6, name=f"generate_greedy ({name})")
+
+
+@pytest.mark.weight(2)
+@settings(max_examples=6)
+@given(family=st.sampled_from(["qwen2", "qwen3"]), kv_heads=st.sampled_from([1, 2]), group=st.sampled_from([1, 2, 4]),
+       head_dim=st.sampled_from([8, 16, 32]), attention_bias=st.booleans(), prefill=st.integers(1, 6),
+       steps=st.integers(1, 3), seed=st.integers(0, 2**31 - 1))
+def test_qwen_style_prefill_then_decode_equals_hf_for_random_shapes(impl, family, kv_heads, group, head_dim,
+                                                                    attention_bias, prefill, steps, seed):
+    """Any head layout (MQA to 4x GQA, Hq * Dh above or below hidden 64), Qwen3 with or without biases."""
+    overrides = {"num_key_value_heads": kv_heads, "num_attention_heads": kv_heads * group, "head_dim": head_dim}
+    if family == "qwen3":
+        overrides["attention_bias"] = attention_bias
+    weights, config, hf = model(seed, family, **overrides)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (1, prefill + steps), generator=torch.Generator().manual_seed(seed))
+    logits, cache = llama.llama_forward(weights, config, ids[:, :prefill])
+    outs = [logits]
+    for t in range(prefill, prefill + steps):
+        logits, cache = llama.llama_forward(weights, config, ids[:, t:t + 1], cache, t)
+        outs.append(logits)
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{family} {overrides}: prefill {prefill} + {steps} steps",
+                 mistakes=llama_mistakes(weights, config, ids, [prefill] + [1] * steps))
