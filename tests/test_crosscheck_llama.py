@@ -1,7 +1,9 @@
 """The part01 llama and sampling reference solutions agree with transformers (pinned: 5.17.x).
 
-llama vs ``LlamaForCausalLM`` (eager attention, fp32) holding the same random weights: logits,
-the KV cache, chunked prefill, greedy generation, tied embeddings, GQA/MQA/MHA. Sampling filters
+llama vs ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` and ``Qwen3ForCausalLM`` (eager attention,
+fp32) holding the same random weights (infralab.tiny_llama.tiny_model): logits, the KV cache,
+chunked prefill, greedy generation, tied embeddings, GQA/MQA/MHA, Qwen2's q/k/v biases, Qwen3's
+per-head q/k norm (with and without attention_bias), LLaMA's attention_bias and mlp_bias. Sampling filters
 vs transformers' logits processors (``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
 ``TopPLogitsWarper``, ``MinPLogitsWarper``, ``RepetitionPenaltyLogitsProcessor``) on random
 logits, thresholds drawn clear of the boundaries (HF breaks top-p ties by sort order; we keep tied
@@ -12,7 +14,7 @@ import torch
 
 from infralab.stats import threshold_clear_of
 from infralab.testing import assert_close, assert_equal
-from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_config
+from infralab.tiny_llama import hf_greedy, hf_llama, tiny_model
 from solutions.part01_transformer import llama, sampling
 
 transformers = pytest.importorskip("transformers")
@@ -26,20 +28,30 @@ from transformers.generation.logits_process import (  # noqa: E402
     TopPLogitsWarper,
 )
 
-CONFIGS = [
-    {},
-    {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
-    {"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8},
-    {"num_key_value_heads": 4, "rms_norm_eps": 0.3},
-    {"tie_word_embeddings": True, "num_hidden_layers": 3},
+CONFIGS = [  # (family, overrides)
+    ("llama", {}),
+    ("llama", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0}),
+    ("llama", {"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8}),
+    ("llama", {"num_key_value_heads": 4, "rms_norm_eps": 0.3}),
+    ("llama", {"tie_word_embeddings": True, "num_hidden_layers": 3}),
+    ("llama", {"attention_bias": True, "mlp_bias": True}),
+    ("qwen2", {}),
+    ("qwen2", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 1000000.0, "tie_word_embeddings": True}),
+    ("qwen3", {}),
+    ("qwen3", {"attention_bias": True, "num_attention_heads": 8, "head_dim": 16, "rms_norm_eps": 1e-6}),
 ]
 
 
-@pytest.fixture(params=range(len(CONFIGS)), ids=lambda i: "-".join(f"{k}={v}" for k, v in CONFIGS[i].items()) or "default")
+def config_id(i):
+    family, overrides = CONFIGS[i]
+    words = "-".join(f"{k}={v}" for k, v in overrides.items())
+    return "-".join(w for w in ("" if family == "llama" else family, words) if w) or "default"
+
+
+@pytest.fixture(params=range(len(CONFIGS)), ids=config_id)
 def tiny(request):
-    config = tiny_llama_config(**CONFIGS[request.param])
-    weights = random_llama_weights(config, torch.Generator().manual_seed(1000 + request.param))
-    return weights, config, hf_llama(config, weights)
+    family, overrides = CONFIGS[request.param]
+    return tiny_model(family, 1000 + request.param, hf=True, **overrides)
 
 
 def test_llama_logits_and_cache_equal_hf(tiny):
@@ -48,7 +60,7 @@ def test_llama_logits_and_cache_equal_hf(tiny):
     logits, cache = llama.llama_forward(weights, config, ids)
     with torch.no_grad():
         out = hf(ids, use_cache=True)
-    assert_close(logits, out.logits, name="logits vs LlamaForCausalLM")
+    assert_close(logits, out.logits, name=f"logits vs {type(hf).__name__}")
     assert_close(cache["k"], torch.stack([layer.keys for layer in out.past_key_values.layers]), name="cached keys")
     assert_close(cache["v"], torch.stack([layer.values for layer in out.past_key_values.layers]), name="cached values")
 
@@ -107,3 +119,25 @@ def test_top_k_ties_are_kept_as_in_hf():
     z = torch.randint(-3, 4, (8, 30), generator=torch.Generator().manual_seed(7)).float()
     for k in (2, 5, 11):
         assert_equal(sampling.top_k_filter(z, k), TopKLogitsWarper(k)(None, z), name=f"top-{k} with ties")
+
+
+def test_hf_greedy_compares_only_up_to_a_near_tie():
+    """A correct answer computed in float64 breaks a near tie the other way from HF's fp32 (the
+    second-best token's LM-head row is the best one's plus a vector almost orthogonal to the final
+    hidden state): the tokens differ from HF's after it, and hf_greedy stops the comparison there."""
+    weights, config, _ = tiny_model("llama", 5)
+    ids = torch.randint(0, config["vocab_size"], (1, 5), generator=torch.Generator().manual_seed(1))
+    probe = {k: t.double() for k, t in weights.items()}
+    probe["lm_head.weight"] = torch.eye(config["vocab_size"], config["hidden_size"], dtype=torch.float64)
+    h = llama.llama_forward(probe, config, ids)[0][0, -1, :config["hidden_size"]].double()  # the last normed hidden
+    best, second = llama.llama_forward(weights, config, ids)[0][0, -1].topk(2).indices.tolist()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        r = 0.1 * torch.randn(config["hidden_size"], generator=g, dtype=torch.float64)
+    r = r - (r @ h) / (h @ h) * h + 2e-8 * h / (h @ h)  # the logits of `second` exceed `best`'s by 2e-8
+    weights["lm_head.weight"][second] = (weights["lm_head.weight"][best].double() + r).float()
+    got = llama.generate_greedy({k: t.double() for k, t in weights.items()}, config, ids, 6)
+    expected, compared = hf_greedy(hf_llama(config, weights), ids, 6)
+    assert not torch.equal(got, expected), "the near tie no longer splits float64 from HF: pick another vector"
+    assert_equal(compared, ids.shape[1], name="positions compared (the tie is at the first new token)")
+    assert_equal(got[:, :compared], expected[:, :compared], name="tokens before the near tie")

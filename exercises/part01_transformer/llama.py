@@ -1,7 +1,9 @@
-"""A LLaMA forward by hand, with a KV cache (textbook 01, 手撕一遍 ~110 行 LLaMA forward: RoPE + GQA + SwiGLU).
+"""A LLaMA forward by hand, with a KV cache (textbook 01, 手撕一遍 ~110 行 LLaMA forward: RoPE + GQA + SwiGLU;
+the Qwen2 / Qwen3 variants: 12 §12.1 六旋钮与 config 速读, §12.3 Qwen 2 / 2.5 / 3).
 
 Everything is plain data: the weights are a ``dict[str, Tensor]`` under the names of a Hugging
-Face ``LlamaForCausalLM`` state dict, the config a ``dict``, the KV cache a dict of two tensors.
+Face ``LlamaForCausalLM`` (or ``Qwen2ForCausalLM`` / ``Qwen3ForCausalLM``, below) state dict, the
+config a ``dict``, the KV cache a dict of two tensors.
 No ``nn.Module``: write the computation with tensor operations (about 110 lines).
 
 Weights (``L`` layers, ``i`` in ``0 .. L-1``; D = hidden_size, F = intermediate_size,
@@ -22,9 +24,11 @@ Dh = head_dim, Hq / Hkv = query / key-value heads, V = vocab_size; ``y = x @ W.T
 
 Config keys: ``vocab_size, hidden_size, intermediate_size, num_hidden_layers,
 num_attention_heads, num_key_value_heads, rms_norm_eps, rope_theta, tie_word_embeddings`` and
-optionally ``head_dim`` (missing or None: ``hidden_size // num_attention_heads``).
+optionally ``head_dim`` (missing or None: ``hidden_size // num_attention_heads``; Qwen3 sets it,
+often with ``Hq * Dh != D``). Other keys (``model_type``, ``attention_bias``, ``mlp_bias``) may be
+present; they are not needed: the state dict itself says which Qwen-style variant it is (below).
 
-The model (HF ``LlamaForCausalLM``, eager attention, no biases, no RoPE scaling)::
+The model (HF ``LlamaForCausalLM``, eager attention, no RoPE scaling; biases and q/k norms below)::
 
     x = embed_tokens[input_ids]
     per layer:  x = x + o_proj(Attention(RoPE(q_proj(h)), RoPE(k_proj(h)), v_proj(h)))   h = RMSNorm(x)
@@ -43,6 +47,22 @@ The model (HF ``LlamaForCausalLM``, eager attention, no biases, no RoPE scaling)
   bottom-right: query ``i`` of this call may attend to cache positions ``0 .. start_pos + i``.
 - KV cache: keys are stored *after* RoPE (as HF does), values as projected.
 
+Qwen-style variants, read off the state dict (the rule: use every tensor the state dict holds)::
+
+    model.layers.{i}.<any>_proj.bias             (out_features,)  where present, y = x @ W.T + b
+    model.layers.{i}.self_attn.q_norm.weight     (Dh,)            where present (Qwen3), q and k are
+    model.layers.{i}.self_attn.k_norm.weight     (Dh,)            RMSNorm-ed per head, before RoPE
+
+- Biases, as transformers 5.17 lays them out: Qwen2 has ``q_proj``, ``k_proj``, ``v_proj`` biases
+  always and no ``o_proj`` bias; ``LlamaConfig.attention_bias`` / ``Qwen3Config.attention_bias``
+  give all four of q/k/v/o a bias; ``LlamaConfig.mlp_bias`` gives gate/up/down one. Add each bias
+  to its projection's output before anything else (before the head split, the q/k norm and RoPE).
+- Qwen3's q/k norm: ``q = RMSNorm(q_proj(h).view(B, S, Hq, Dh), q_norm.weight)`` (k likewise with
+  ``k_norm.weight``), the same RMSNorm as above with eps ``rms_norm_eps``, over each head's ``Dh``
+  features (not over the whole ``Hq * Dh`` projection, as OLMo-2 does), *then* RoPE. RoPE keeps a
+  pair's length but the norm's weight differs between ``j`` and ``j + Dh/2``, so the order
+  matters. v is not normalised. The cache holds k after the norm and RoPE.
+
 中文说明：
 输入全部是数据：权重是 HF LlamaForCausalLM 的 state dict（名字见上表），config 是 dict，
 KV cache 是 {"k": (L, B, Hkv, T, Dh), "v": ...}。按 "Embedding → L × (RMSNorm → 注意力 → 残差 →
@@ -50,6 +70,11 @@ RMSNorm → SwiGLU → 残差) → 最终 RMSNorm → LM head" 手写前向。Ro
 (j, j+Dh/2)，位置是绝对位置 start_pos + i；GQA 中第 h 个 query 头用第 h // (Hq/Hkv) 个 KV 头；
 带 cache 时因果掩码右下对齐（第 i 个 query 能看到 0..start_pos+i）。cache 里存的是 RoPE 之后的 K。
 decode 一步的 logits 必须等于对整段序列做一次完整前向的最后一个位置；分块 prefill 等于一次性 prefill。
+Qwen 变体看 state dict 里有什么（不看 config）：某个 *_proj.bias 存在就加上（Qwen2 只有 q/k/v 有 bias，
+o_proj 没有；attention_bias=True 时 q/k/v/o 都有；mlp_bias 时 MLP 三个投影也有），bias 加在投影输出上，
+在拆头、q/k norm 和 RoPE 之前。self_attn.q_norm.weight / k_norm.weight 存在（Qwen3）时，q、k 拆成
+(B, S, H, Dh) 后对每个头的 Dh 维做 RMSNorm（eps 用 rms_norm_eps，不是对整个 Hq*Dh 投影），然后才做 RoPE；
+v 不做 norm。RoPE 不改变每对分量的长度，但 norm 的权重在 j 与 j+Dh/2 上不同，所以先后顺序不能换。
 """
 from __future__ import annotations
 
@@ -64,7 +89,8 @@ def llama_forward(weights: dict[str, torch.Tensor], config: dict[str, Any], inpu
     """Run the model on a chunk of tokens, continuing from a KV cache.
 
     Args:
-        weights: the state dict described in the module docstring (fp32 in the tests).
+        weights: the state dict described in the module docstring (fp32 in the tests), with the
+            biases and q/k norm weights of a Qwen2 / Qwen3 model where it has them.
         config: the config dict described in the module docstring.
         input_ids: ``(B, S)`` int64 token ids, ``S >= 1``: a prompt (prefill), a chunk of one, or
             a single decode token.

@@ -1,15 +1,18 @@
 """Hidden tests for part01_transformer.llama.
 
-The reference is Hugging Face transformers' LlamaForCausalLM (5.17, eager attention, fp32)
-holding the same random weights (infralab.tiny_llama). Known mistakes are reproduced by a small
-float64 LLaMA (infralab.mistakes.part01_transformer.llama) with one switch per mistake; it only explains failures.
+The reference is Hugging Face transformers' LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM
+(5.17, eager attention, fp32) holding the same random weights (infralab.tiny_llama). Known mistakes
+are reproduced by a small float64 LLaMA (infralab.mistakes.part01_transformer.llama) with one switch
+per mistake; it only explains failures.
 """
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infralab.mistakes.part01_transformer.llama import llama_mistakes
 from infralab.testing import assert_close, assert_equal
-from infralab.tiny_llama import hf_llama, random_llama_weights, tiny_llama_config
+from infralab.tiny_llama import hf_greedy, tiny_model
 
 pytest.importorskip("transformers")
 
@@ -17,15 +20,20 @@ MODULE = "part01_transformer.llama"
 VOCAB = 128
 
 
-def model(seed, **overrides):
-    config = tiny_llama_config(**overrides)
-    weights = random_llama_weights(config, torch.Generator().manual_seed(seed))
-    return weights, config, hf_llama(config, weights)
+def model(seed, family="llama", **overrides):
+    return tiny_model(family, seed, hf=True, **overrides)
 
 
 def hf_logits(hf, ids):
     with torch.no_grad():
         return hf(ids).logits.float()
+
+
+def assert_greedy_equals_hf(got, hf, ids, n, name):
+    """``got`` equals HF's greedy ``generate`` up to its first near tie (infralab.tiny_llama.hf_greedy)."""
+    expected, compared = hf_greedy(hf, ids, n)
+    assert_equal(tuple(got.shape), tuple(expected.shape), name=f"{name}: shape (B, S + N)")
+    assert_equal(got[:, :compared], expected[:, :compared], name=f"{name}: greedy tokens vs HF generate")
 
 
 CONFIGS = {
@@ -150,12 +158,94 @@ def test_greedy_generation_equals_hf_generate(impl, seed, gen):
     weights, config, hf = model(seed, **CONFIGS["mqa_wide_heads"])
     ids = torch.randint(0, VOCAB, (3, 5), generator=gen)
     got = impl(MODULE).generate_greedy(weights, config, ids, 8)
-    with torch.no_grad():  # an explicit mask: HF would otherwise take token pad_token_id for padding
-        expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False)
-    assert_equal(got, expected, name="greedy tokens vs HF generate(do_sample=False)")
+    assert_greedy_equals_hf(got, hf, ids, 8, name="generate_greedy")
 
 
 def test_generate_zero_new_tokens_returns_the_prompt(impl, seed, gen):
     weights, config, _ = model(seed)
     ids = torch.randint(0, VOCAB, (2, 3), generator=gen)
     assert_equal(impl(MODULE).generate_greedy(weights, config, ids, 0), ids, name="output for max_new_tokens=0")
+
+
+# ---------------------------------------------------------------- Qwen-style variants
+
+QWEN_CONFIGS = {  # (family, overrides)
+    "qwen2": ("qwen2", {}),
+    "qwen2_mqa_wide_heads": ("qwen2", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 1000000.0}),
+    "qwen3": ("qwen3", {}),
+    "qwen3_attention_bias": ("qwen3", {"attention_bias": True, "num_attention_heads": 8, "head_dim": 16}),
+    "qwen3_tied_3_layers": ("qwen3", {"tie_word_embeddings": True, "num_hidden_layers": 3, "rms_norm_eps": 1e-6}),
+    "llama_attention_and_mlp_bias": ("llama", {"attention_bias": True, "mlp_bias": True}),
+}
+
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("name", sorted(QWEN_CONFIGS))
+def test_qwen_style_logits_equal_hf(impl, seed, gen, name):
+    family, overrides = QWEN_CONFIGS[name]
+    weights, config, hf = model(seed, family, **overrides)
+    ids = torch.randint(0, VOCAB, (2, 9), generator=gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, hf_logits(hf, ids), name=f"logits ({name}) vs HF {type(hf).__name__}",
+                 mistakes=llama_mistakes(weights, config, ids))
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("name", ["qwen2", "qwen3_attention_bias"])
+def test_qwen_style_decode_steps_with_the_cache_equal_the_full_forward(impl, seed, gen, name):
+    family, overrides = QWEN_CONFIGS[name]
+    weights, config, hf = model(seed, family, **overrides)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (2, 9), generator=gen)
+    chunks, cache, start, outs = [5, 2, 1, 1], None, 0, []
+    for size in chunks:
+        logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
+        outs.append(logits)
+        start += size
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{name}: chunks 5+2, 2 decode steps vs one HF forward",
+                 mistakes=llama_mistakes(weights, config, ids, chunks))
+
+
+@pytest.mark.weight(2)
+def test_qwen3_cache_holds_keys_after_the_norm_and_rope(impl, seed, gen):
+    weights, config, hf = model(seed, "qwen3")
+    ids = torch.randint(0, VOCAB, (2, 6), generator=gen)
+    _, cache = impl(MODULE).llama_forward(weights, config, ids)
+    with torch.no_grad():
+        past = hf(ids, use_cache=True).past_key_values
+    for name, attr in (("k", "keys"), ("v", "values")):
+        expected = torch.stack([getattr(layer, attr) for layer in past.layers])  # (L, B, Hkv, T, Dh)
+        assert_close(cache[name], expected, name=f'Qwen3 cache["{name}"] vs HF past_key_values.{attr}')
+
+
+@pytest.mark.weight(3)
+@pytest.mark.parametrize("name", ["qwen2", "qwen3", "qwen3_attention_bias"])
+def test_qwen_style_greedy_generation_equals_hf_generate(impl, seed, gen, name):
+    family, overrides = QWEN_CONFIGS[name]
+    weights, config, hf = model(seed, family, **overrides)
+    ids = torch.randint(0, VOCAB, (2, 5), generator=gen)
+    got = impl(MODULE).generate_greedy(weights, config, ids, 6)
+    assert_greedy_equals_hf(got, hf, ids, 6, name=f"generate_greedy ({name})")
+
+
+@pytest.mark.weight(2)
+@settings(max_examples=6)
+@given(family=st.sampled_from(["qwen2", "qwen3"]), kv_heads=st.sampled_from([1, 2]), group=st.sampled_from([1, 2, 4]),
+       head_dim=st.sampled_from([8, 16, 32]), attention_bias=st.booleans(), prefill=st.integers(1, 6),
+       steps=st.integers(1, 3), seed=st.integers(0, 2**31 - 1))
+def test_qwen_style_prefill_then_decode_equals_hf_for_random_shapes(impl, family, kv_heads, group, head_dim,
+                                                                    attention_bias, prefill, steps, seed):
+    """Any head layout (MQA to 4x GQA, Hq * Dh above or below hidden 64), Qwen3 with or without biases."""
+    overrides = {"num_key_value_heads": kv_heads, "num_attention_heads": kv_heads * group, "head_dim": head_dim}
+    if family == "qwen3":
+        overrides["attention_bias"] = attention_bias
+    weights, config, hf = model(seed, family, **overrides)
+    llama = impl(MODULE)
+    ids = torch.randint(0, VOCAB, (1, prefill + steps), generator=torch.Generator().manual_seed(seed))
+    logits, cache = llama.llama_forward(weights, config, ids[:, :prefill])
+    outs = [logits]
+    for t in range(prefill, prefill + steps):
+        logits, cache = llama.llama_forward(weights, config, ids[:, t:t + 1], cache, t)
+        outs.append(logits)
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{family} {overrides}: prefill {prefill} + {steps} steps",
+                 mistakes=llama_mistakes(weights, config, ids, [prefill] + [1] * steps))

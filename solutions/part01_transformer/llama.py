@@ -1,4 +1,5 @@
-"""A LLaMA forward by hand (textbook 01, 手撕一遍 ~110 行 LLaMA forward: RoPE + GQA + SwiGLU).
+"""A LLaMA forward by hand (textbook 01, 手撕一遍 ~110 行 LLaMA forward: RoPE + GQA + SwiGLU), with the
+Qwen2 / Qwen3 attention variants (q/k/v biases; per-head q/k RMSNorm) read off the state dict.
 
 Reference solution. See exercises/part01_transformer/llama.py for the specification.
 """
@@ -56,19 +57,37 @@ def _decoder_layer(w: Weights, config: dict[str, Any], x: torch.Tensor, cos: tor
     b, s, _ = x.shape
     n_q, n_kv, eps = config["num_attention_heads"], config["num_key_value_heads"], config["rms_norm_eps"]
     h = _rms_norm(x, w["input_layernorm.weight"], eps)
-    q = (h @ w["self_attn.q_proj.weight"].T).view(b, s, n_q, d_head).transpose(1, 2)  # (B, Hq, S, Dh)
-    k = (h @ w["self_attn.k_proj.weight"].T).view(b, s, n_kv, d_head).transpose(1, 2)  # (B, Hkv, S, Dh)
-    v = (h @ w["self_attn.v_proj.weight"].T).view(b, s, n_kv, d_head).transpose(1, 2)
+    q = _heads(w, "q", h, n_q, d_head, eps)  # (B, Hq, S, Dh)
+    k = _heads(w, "k", h, n_kv, d_head, eps)  # (B, Hkv, S, Dh)
+    v = _heads(w, "v", h, n_kv, d_head, eps)
     q, k = _apply_rope(q, cos, sin), _apply_rope(k, cos, sin)
     if past_kv is not None:
         k = torch.cat([past_kv[0], k], dim=2)  # (B, Hkv, T, Dh)
         v = torch.cat([past_kv[1], v], dim=2)
     o = _attention(q, _repeat_kv(k, n_q // n_kv), _repeat_kv(v, n_q // n_kv), mask)  # (B, Hq, S, Dh)
-    x = x + o.transpose(1, 2).reshape(b, s, n_q * d_head) @ w["self_attn.o_proj.weight"].T
+    x = x + _linear(o.transpose(1, 2).reshape(b, s, n_q * d_head), w, "self_attn.o_proj")
     h = _rms_norm(x, w["post_attention_layernorm.weight"], eps)
-    gate, up = h @ w["mlp.gate_proj.weight"].T, h @ w["mlp.up_proj.weight"].T
-    x = x + (F.silu(gate) * up) @ w["mlp.down_proj.weight"].T  # SwiGLU
+    gate, up = _linear(h, w, "mlp.gate_proj"), _linear(h, w, "mlp.up_proj")
+    x = x + _linear(F.silu(gate) * up, w, "mlp.down_proj")  # SwiGLU
     return x, k, v
+
+
+def _linear(x: torch.Tensor, w: Weights, name: str) -> torch.Tensor:
+    """x @ W.T, plus the bias where the state dict holds one (Qwen2's q/k/v; attention_bias, mlp_bias)."""
+    y = x @ w[f"{name}.weight"].T
+    bias = w.get(f"{name}.bias")
+    return y if bias is None else y + bias
+
+
+def _heads(w: Weights, name: str, h: torch.Tensor, n_heads: int, d_head: int, eps: float) -> torch.Tensor:
+    """Project ("q", "k" or "v"), split into heads, then Qwen3's RMSNorm over each head's Dh features
+    where the state dict holds self_attn.{name}_norm.weight (before RoPE). (B, S, D) -> (B, H, S, Dh)."""
+    b, s, _ = h.shape
+    x = _linear(h, w, f"self_attn.{name}_proj").view(b, s, n_heads, d_head)
+    norm = w.get(f"self_attn.{name}_norm.weight")
+    if norm is not None:
+        x = _rms_norm(x, norm, eps)
+    return x.transpose(1, 2)
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """Visible tests for part01_transformer.llama: run `pytest exercises/part01_transformer -m llama`.
 
 The model is a tiny random LLaMA (infralab.tiny_llama: hidden 64, 2 layers, vocabulary 128,
-4 query heads sharing 2 KV heads). These tests check the shapes, the cache's consistency and the
+4 query heads sharing 2 KV heads), or its Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm
+before RoPE; head_dim 32) variants. These tests check the shapes, the cache's consistency and the
 logits against a float64 LLaMA written from the formulas, whose logits (and those of known mistakes)
 ``golden`` replays from a recording (infralab.golden; a vocabulary of 16 keeps the recording small);
 the hidden tests also compare with Hugging Face transformers.
@@ -9,19 +10,14 @@ the hidden tests also compare with Hugging Face transformers.
 import torch
 
 from infralab.testing import assert_close, assert_equal, expect
-from infralab.tiny_llama import random_llama_weights, tiny_llama_config
+from infralab.tiny_llama import tiny_model
 
 MODULE = "part01_transformer.llama"
 SMALL_VOCAB = 16  # for the recorded logits
 
 
-def tiny_model(gen, **overrides):
-    config = tiny_llama_config(**overrides)
-    return random_llama_weights(config, gen), config
-
-
 def test_forward_returns_fp32_logits_and_a_cache_of_the_prompt(impl, gen):
-    weights, config = tiny_model(gen)
+    weights, config, _ = tiny_model("llama", gen)
     ids = torch.randint(0, 128, (2, 7), generator=gen)
     logits, cache = impl(MODULE).llama_forward(weights, config, ids)
     assert_equal(tuple(logits.shape), (2, 7, 128), name="logits shape (B, S, V)")
@@ -33,7 +29,7 @@ def test_forward_returns_fp32_logits_and_a_cache_of_the_prompt(impl, gen):
 
 
 def test_cache_grows_by_one_position_per_decode_step(impl, gen):
-    weights, config = tiny_model(gen)
+    weights, config, _ = tiny_model("llama", gen)
     llama = impl(MODULE)
     ids = torch.randint(0, 128, (1, 5), generator=gen)
     _, cache = llama.llama_forward(weights, config, ids)
@@ -45,7 +41,7 @@ def test_cache_grows_by_one_position_per_decode_step(impl, gen):
 
 def test_logits_match_a_float64_llama_written_from_the_formulas(impl, golden):
     """Rotate-half RoPE, GQA head h -> KV head h // group, the final RMSNorm before the LM head."""
-    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
+    weights, config, _ = tiny_model("llama", golden.gen, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
     assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits vs the float64 reference",
@@ -54,7 +50,7 @@ def test_logits_match_a_float64_llama_written_from_the_formulas(impl, golden):
 
 def test_rms_norm_eps_goes_inside_the_square_root(impl, golden):
     """A large rms_norm_eps (0.5) makes x / sqrt(ms + eps) and x / (sqrt(ms) + eps) differ clearly."""
-    weights, config = tiny_model(golden.gen, rms_norm_eps=0.5, vocab_size=SMALL_VOCAB)
+    weights, config, _ = tiny_model("llama", golden.gen, rms_norm_eps=0.5, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (1, 5), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
     assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits with rms_norm_eps=0.5",
@@ -63,7 +59,7 @@ def test_rms_norm_eps_goes_inside_the_square_root(impl, golden):
 
 def test_decode_step_equals_the_full_forward_last_position(impl, golden):
     """Prefill 5 tokens, then decode the 6th at start_pos 5: the logits are those of one full forward."""
-    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
+    weights, config, _ = tiny_model("llama", golden.gen, vocab_size=SMALL_VOCAB)
     llama = impl(MODULE)
     ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
@@ -74,7 +70,7 @@ def test_decode_step_equals_the_full_forward_last_position(impl, golden):
 
 def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, golden):
     """Prefill 4 tokens, then a chunk of 3 at start_pos 4: causal from the bottom right."""
-    weights, config = tiny_model(golden.gen, vocab_size=SMALL_VOCAB)
+    weights, config, _ = tiny_model("llama", golden.gen, vocab_size=SMALL_VOCAB)
     llama = impl(MODULE)
     ids = torch.randint(0, SMALL_VOCAB, (1, 7), generator=golden.gen)
     first, cache = llama.llama_forward(weights, config, ids[:, :4])
@@ -84,7 +80,7 @@ def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, golden):
 
 
 def test_earlier_logits_do_not_see_later_tokens(impl, gen):
-    weights, config = tiny_model(gen)
+    weights, config, _ = tiny_model("llama", gen)
     llama = impl(MODULE)
     ids = torch.randint(0, 128, (1, 6), generator=gen)
     changed = ids.clone()
@@ -95,7 +91,7 @@ def test_earlier_logits_do_not_see_later_tokens(impl, gen):
 
 
 def test_generate_greedy_appends_the_argmax_tokens(impl, gen):
-    weights, config = tiny_model(gen)
+    weights, config, _ = tiny_model("llama", gen)
     llama = impl(MODULE)
     ids = torch.randint(0, 128, (2, 4), generator=gen)
     out = llama.generate_greedy(weights, config, ids, 3)
@@ -104,3 +100,47 @@ def test_generate_greedy_appends_the_argmax_tokens(impl, gen):
     for t in range(4, 7):  # each new token is the argmax of a full forward over what came before
         logits, _ = llama.llama_forward(weights, config, out[:, :t])
         assert_equal(out[:, t], logits[:, -1].argmax(-1), name=f"token {t}")
+
+
+# ---------------------------------------------------------------- Qwen-style variants, read off the state dict
+
+def test_qwen2_biases_are_added_to_the_q_k_v_projections(impl, golden):
+    """Qwen2: q_proj, k_proj and v_proj carry a bias (o_proj none); each is added before RoPE."""
+    weights, config, _ = tiny_model("qwen2", golden.gen, vocab_size=SMALL_VOCAB)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
+    logits, _ = impl(MODULE).llama_forward(weights, config, ids)
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits of a Qwen2 model",
+                 mistakes=golden.ref.llama_mistakes(weights, config, ids))
+
+
+def test_qwen3_q_and_k_are_rms_normed_per_head_before_rope_also_when_decoding(impl, golden):
+    """Qwen3: q_norm / k_norm over each head's head_dim (32) features, then RoPE; prefill 5 + 1 decode step."""
+    weights, config, _ = tiny_model("qwen3", golden.gen, vocab_size=SMALL_VOCAB)
+    llama = impl(MODULE)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
+    prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
+    step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 5)
+    assert_close(torch.cat([prefill, step], 1), golden.ref.knob_forward(weights, config, ids),
+                 name="Qwen3 prefill + decode-step logits",
+                 mistakes=golden.ref.llama_mistakes(weights, config, ids, [5, 1]))
+
+
+def test_every_bias_the_state_dict_holds_is_added(impl, golden):
+    """Qwen3 with attention_bias: q/k/v/o_proj all carry a bias (and the q/k norm stays); chunks 4+3."""
+    weights, config, _ = tiny_model("qwen3", golden.gen, vocab_size=SMALL_VOCAB, attention_bias=True)
+    llama = impl(MODULE)
+    ids = torch.randint(0, SMALL_VOCAB, (1, 7), generator=golden.gen)
+    first, cache = llama.llama_forward(weights, config, ids[:, :4])
+    chunk, _ = llama.llama_forward(weights, config, ids[:, 4:], cache, 4)
+    assert_close(torch.cat([first, chunk], 1), golden.ref.knob_forward(weights, config, ids),
+                 name="logits of Qwen3 with attention_bias, chunks 4+3",
+                 mistakes=golden.ref.llama_mistakes(weights, config, ids, [4, 3]))
+
+
+def test_generate_greedy_of_a_qwen2_model_decodes_with_the_cache(impl, golden):
+    """Prefill 4 tokens, then 4 decode steps: the float64 model's greedy tokens (no near ties)."""
+    weights, config, _ = tiny_model("qwen2", golden.gen, vocab_size=SMALL_VOCAB)
+    ids = torch.randint(0, SMALL_VOCAB, (2, 4), generator=golden.gen)
+    out = impl(MODULE).generate_greedy(weights, config, ids, 4)
+    assert_equal(out, golden.ref.greedy_tokens(weights, config, ids, 4), name="greedy tokens of a Qwen2 model",
+                 mistakes=golden.ref.greedy_mistakes(weights, config, ids, 4))
