@@ -1,0 +1,186 @@
+"""A capstone built on other exercises (course.yml ``uses:``): its two runs, in-process and in the cage,
+their score lines and the record of whose parts each ran on; the errors of a broken ``uses:``."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_mini_course
+from infralab.course import load_course
+from infralab.errors import CourseError
+from infralab.i18n import tr
+from infralab.runner import TestRun, run_tests
+
+CAPSTONE_YML = """
+  - id: part02_cap
+    title: {en: Capstone, zh: 综合}
+    exercises:
+      - id: combo
+        title: {en: combo, zh: 综合练习}
+        public: [combo]
+        points: 10
+        textbook: "P1"
+        uses: [part01_demo.double, part01_demo.negate]
+        reference_parts_points: 4
+"""
+
+# the convention of a capstone: the parts it uses, imported relatively inside the course package
+STUB = '''"""combo: x -> negate(double(x)). 中文：组合。"""
+from ..part01_demo import double, negate
+
+
+def combo(x):
+    """Return negate(double(x)). 中文：返回 negate(double(x))。"""
+    raise NotImplementedError("combo")
+'''
+SOLUTION = '''"""combo: x -> negate(double(x))."""
+from ..part01_demo import double, negate
+
+
+def combo(x):
+    return negate.negate(double.double(x))
+'''
+HIDDEN = '''
+import torch
+from infralab.testing import assert_close
+
+
+def test_combo_of_random(impl, gen):
+    x = torch.randn(5, generator=gen)
+    assert_close(impl("part02_cap.combo").combo(x), -2 * x)
+
+
+def test_combo_of_ones(impl):
+    assert_close(impl("part02_cap.combo").combo(torch.ones(3)), -2 * torch.ones(3))
+'''
+VISIBLE = '''
+import torch
+from infralab.testing import assert_close
+
+
+def test_combo_of_twos(impl):
+    assert_close(impl("part02_cap.combo").combo(2 * torch.ones(3)), -4 * torch.ones(3))
+'''
+MUTANT = '''"""Mistake: forgets to negate."""
+from ..part01_demo import double
+
+
+def combo(x):
+    return double.double(x)
+'''
+
+
+def write_capstone_course(root: Path) -> Path:
+    """The mini course (double, negate) and a capstone ``part02_cap.combo`` that uses both."""
+    write_mini_course(root)
+    (root / "course.yml").write_text((root / "course.yml").read_text(encoding="utf-8") + CAPSTONE_YML,
+                                     encoding="utf-8")
+    files = {"exercises/part02_cap/combo.py": STUB, "solutions/part02_cap/combo.py": SOLUTION,
+             "graders/part02_cap/test_combo.py": HIDDEN, "exercises/part02_cap/tests/test_combo.py": VISIBLE,
+             "fixtures/mutants/part02_cap/combo/no_negate.py": MUTANT}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def write_student(folder: Path, course: Path, broken_double: bool) -> Path:
+    """A submission: the capstone right, the parts right or ``double`` wrong (returns x + 1)."""
+    for module in ("part01_demo/double.py", "part01_demo/negate.py", "part02_cap/combo.py"):
+        (folder / module).parent.mkdir(parents=True, exist_ok=True)
+        (folder / module).write_text((course / "solutions" / module).read_text(encoding="utf-8"), encoding="utf-8")
+    if broken_double:
+        (folder / "part01_demo/double.py").write_text("def double(x):\n    return 3 * x\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def capstone(tmp_path: Path) -> Path:
+    return write_capstone_course(tmp_path / "course")
+
+
+def _capstone_tests(record: dict) -> list[dict]:
+    return next(ex for ex in record["exercises"] if ex["id"] == "part02_cap.combo")
+
+
+# -- course.yml ----------------------------------------------------------------------------------
+def test_uses_is_on_the_exercise_model_with_its_points_split(capstone):
+    ex = load_course(capstone).exercise("part02_cap.combo")
+    assert ex.uses == ("part01_demo.double", "part01_demo.negate")
+    assert (ex.reference_parts_points, ex.own_parts_points) == (4.0, 6.0)
+    assert load_course(capstone).exercise("part01_demo.double").uses == ()
+
+
+def _edit(root: Path, old: str, new: str) -> None:
+    text = (root / "course.yml").read_text(encoding="utf-8")
+    assert old in text
+    (root / "course.yml").write_text(text.replace(old, new), encoding="utf-8")
+
+
+@pytest.mark.parametrize("old, new, key, expected", [
+    ("part01_demo.negate]", "part01_demo.negat]", "uses[1]", tr("uses.expected_exercise_id",
+                                                                    hint=tr("uses.did_you_mean", name="part01_demo.negate"))),
+    ("part01_demo.negate]", "part02_cap.combo]", "uses[1]", tr("uses.expected_not_itself", exercise="part02_cap.combo")),
+    ("part01_demo.negate]", "part01_demo.double]", "uses[1]", tr("uses.expected_once")),
+    ("uses: [part01_demo.double, part01_demo.negate]", "uses: []", "uses", tr("uses.expected_list")),
+    ("uses: [part01_demo.double, part01_demo.negate]", "uses: part01_demo.double", "uses", "a list"),
+    ("reference_parts_points: 4", "reference_parts_points: 11", "reference_parts_points",
+     tr("uses.expected_share", points="10")),
+    ("reference_parts_points: 4", "reference_parts_points: -1", "reference_parts_points", "a number >= 0"),
+])
+def test_a_broken_uses_value_names_course_yml_the_key_and_what_was_expected(capstone, old, new, key, expected):
+    _edit(capstone, old, new)
+    with pytest.raises(CourseError) as err:
+        load_course(capstone)
+    assert err.value.file == str(capstone / "course.yml")
+    assert err.value.key == f"parts[1].exercises[0].{key}"
+    assert expected in str(err.value)
+
+
+def test_a_cycle_of_uses_is_an_error_naming_the_cycle(capstone):
+    _edit(capstone, "        points: 4\n        textbook: \"00\"\n", "        points: 4\n        textbook: \"00\"\n"
+          "        uses: [part02_cap.combo]\n")  # double uses combo, which uses double
+    with pytest.raises(CourseError) as err:
+        load_course(capstone)
+    assert "part01_demo.double -> part02_cap.combo -> part01_demo.double" in str(err.value)
+    assert err.value.key.endswith(".uses")
+
+
+def test_reference_parts_off_for_the_course_moves_every_point_to_the_own_parts_run(capstone):
+    _edit(capstone, "        reference_parts_points: 4\n", "")
+    assert load_course(capstone).exercise("part02_cap.combo").reference_parts_points == 5.0  # default: half
+    _edit(capstone, "course:\n", "reference_parts: false\ncourse:\n")
+    ex = load_course(capstone).exercise("part02_cap.combo")
+    assert (ex.reference_parts_points, ex.own_parts_points) == (0.0, 10.0)
+    _edit(capstone, "        uses: [part01_demo.double, part01_demo.negate]\n",
+          "        uses: [part01_demo.double, part01_demo.negate]\n        reference_parts_points: 2\n")
+    with pytest.raises(CourseError) as err:
+        load_course(capstone)
+    assert tr("uses.expected_no_share") in str(err.value)
+
+
+def test_a_module_the_capstone_imports_but_uses_does_not_list_is_an_error(capstone):
+    _edit(capstone, "uses: [part01_demo.double, part01_demo.negate]", "uses: [part01_demo.double]")
+    with pytest.raises(CourseError) as err:
+        load_course(capstone)
+    assert "solutions/part02_cap/combo.py" in str(err.value) and "part01_demo.negate" in str(err.value)
+
+
+# -- in-process: a student checks the capstone on their own parts and on ours ------------------
+def test_in_process_parts_reference_runs_the_capstone_on_the_reference_parts(capstone, tmp_path):
+    course = load_course(capstone)
+    student = write_student(tmp_path / "broken", capstone, broken_double=True)
+    runs = {}
+    for parts in ("own", "reference"):
+        run = TestRun(target=str(student), exercises=(course.exercise("part02_cap.combo"),), visible=False,
+                      hidden=True, seed=3, extra_args=["--parts", parts])
+        runs[parts] = _capstone_tests(run_tests(course, run))
+    own, reference = runs["own"], runs["reference"]
+    assert own["passed"] == 0 and own["failed"] == 2
+    assert reference["passed"] == 2 and reference["points"] == 10.0  # one run alone: all its points
+    assert {t["parts"] for t in reference["tests"]} == {"reference"}
+    assert own["lines"][0]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "student"}
+    assert reference["lines"][0]["whose"] == {"part01_demo.double": "reference", "part01_demo.negate": "reference"}
