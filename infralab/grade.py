@@ -126,12 +126,10 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
             again = replace(run, exercises=capstones, extra_args=[*extra, "--parts", "reference"])
             try:
                 reference = _judged(course, again, env, opts.budget_s * max(3, len(capstones)) + 300.0)
-            except Exception as e:  # noqa: BLE001 - the own-parts run stands; the lost run is a flag
-                reference = None
-                record["flags"].append({"kind": "grading-error", "source": "judge",
-                                        "detail": f"the run with the reference parts failed: {type(e).__name__}: {e}"})
-            if reference is not None:
-                record = merge_runs(course, record, reference, ids)
+            except Exception as e:  # noqa: BLE001 - fail closed: the lost run's line scores 0, the other stands
+                reference = {"exercises": [], "flags": [{"kind": "grading-error", "source": "judge", "detail":
+                                                         tr("uses.reference_run_failed", error=f"{type(e).__name__}: {e}")}]}
+            record = merge_runs(course, record, reference, ids)
     except subprocess.TimeoutExpired:
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going

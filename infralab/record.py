@@ -135,10 +135,10 @@ def score_tests(max_points: float, tests: Sequence[TestResult | dict],
                 reference_points: float = 0.0) -> list[tuple[float, float]]:
     """(points possible, points won) of each test of one exercise: the score's one definition.
 
-    - A capstone's tests ran twice, on the student's own parts and on the reference parts (their
-      ``parts``): each run is a score line of its own, ``reference_points`` for the reference-parts
-      run and the rest for the own-parts run, each split over its tests as below. A run without
-      graded tests (a student's check of one run) leaves the exercise's points to the other.
+    - A graded capstone ran twice, on the student's own parts and on the reference parts (its tests'
+      ``parts``): each run is a score line of its own, ``reference_points`` (> 0 only in a record of
+      both runs) for the reference-parts run and the rest for the own-parts run, each split over its
+      tests as below; a run that lost its tests loses its points (fail closed).
 
     - The graded tests are the hidden ones; a run without hidden tests (a student's check) grades
       its visible tests instead, as a progress estimate.
@@ -153,7 +153,7 @@ def score_tests(max_points: float, tests: Sequence[TestResult | dict],
     reference = [_part(t) == "reference" for t in tests]
     runs = [[i for i in range(len(tests)) if reference[i] == r] for r in (False, True)]
     possible = [0.0] * len(tests)
-    if reference_points > 0 and all(any(counted[i] for i in run) for run in runs):
+    if reference_points > 0:
         for run, points in zip(runs, split_run_points(max_points, reference_points)):
             _share(points, tests, [i for i in run if counted[i]], possible)
     else:
@@ -200,11 +200,12 @@ def _status(ex: ExerciseResult) -> str:
 
 
 def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] | None = None,
-              whose: dict[str, dict[str, dict[str, str]]] | None = None) -> list[ExerciseResult]:
+              whose: dict[str, dict[str, dict[str, str]]] | None = None, both_runs: bool = False) -> list[ExerciseResult]:
     """Per-exercise totals and points (:func:`score_tests`); each test gets its own points too.
-    ``whose``: capstone -> parts run -> {module: whose}, for the capstones' score lines."""
+    ``whose``: capstone -> parts run -> {module: whose}, for the capstones' score lines; ``both_runs``:
+    the capstones ran on their own and on the reference parts (a grading), each run credited apart."""
     by_id = {ex.id: ExerciseResult(id=ex.id, part=ex.part, name=ex.name, max_points=ex.points, uses=list(ex.uses),
-                                   reference_parts_points=ex.reference_parts_points)
+                                   reference_parts_points=ex.reference_parts_points if both_runs else 0.0)
              for ex in course.exercises if exercise_ids is None or ex.id in exercise_ids}
     for t in tests:
         if t.exercise not in by_id:
@@ -232,16 +233,18 @@ def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] |
 
 
 def score_lines(r: ExerciseResult, whose: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
-    """A capstone's two runs as score lines (the own parts', the reference parts'), each naming whose
-    parts it ran on; a run that did not happen has no line."""
+    """A capstone's runs as score lines (the own parts', the reference parts'), each naming whose parts it
+    ran on: the runs that happened, and in a record of both runs both (a lost run scores 0)."""
     lines = []
     for parts in ("own", "reference"):
         mine = [t for t in r.tests if (t.parts or "own") == parts and t.outcome != "skipped"]
-        if not mine:
+        expected = r.reference_parts_points > 0 and (parts == "reference" or r.reference_parts_points < r.max_points)
+        if not mine and not expected:
             continue
         lines.append({"parts": parts, "whose": dict(whose.get(parts, {})),
                       "points": total_points([t.points for t in mine]),
-                      "max_points": total_points([t.max_points for t in mine]),
+                      "max_points": split_run_points(r.max_points, r.reference_parts_points)[parts == "reference"]
+                      if r.reference_parts_points > 0 else total_points([t.max_points for t in mine]),
                       "passed": sum(t.outcome == "passed" for t in mine),
                       "failed": sum(t.outcome == "failed" for t in mine), "total": len(mine)})
     return lines
@@ -251,8 +254,8 @@ def build_record(course: Course, target: str, mode: str, tests: list[TestResult]
                  duration_s: float, exercise_ids: list[str] | None = None,
                  perf: list[dict] | None = None, flags: list[dict] | None = None,
                  protections: dict | None = None,
-                 whose: dict[str, dict[str, dict[str, str]]] | None = None) -> dict[str, Any]:
-    exercises = summarize(course, tests, exercise_ids, whose)
+                 whose: dict[str, dict[str, dict[str, str]]] | None = None, both_runs: bool = False) -> dict[str, Any]:
+    exercises = summarize(course, tests, exercise_ids, whose, both_runs)
     return {
         "schema": SCHEMA,
         "course": course.id,

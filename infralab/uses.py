@@ -22,11 +22,13 @@ import ast
 import difflib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infralab.errors import CourseError, InfralabError
+from infralab.errors import InfralabError
 from infralab.i18n import tr
-from infralab.targets import TargetSpec
+
+if TYPE_CHECKING:  # the outputs read this module's labels without loading the targets (and torch)
+    from infralab.targets import TargetSpec
 
 PARTS = ("own", "reference")  # the two runs of a capstone: --parts own | reference
 REFERENCE_SUFFIX = "#reference-parts"  # appended to a target's name for its reference-parts variant
@@ -187,5 +189,17 @@ def merge_runs(course: Any, own: dict[str, Any], reference: dict[str, Any], exer
                           duration_s=own.get("duration_s", 0.0) + reference.get("duration_s", 0.0),
                           exercise_ids=exercise_ids, perf=[*own.get("perf", []), *reference.get("perf", [])],
                           flags=[*own.get("flags", []), *(f for f in reference.get("flags", []) if f not in own.get("flags", []))],
-                          protections=protections, whose=whose)
+                          protections=protections, whose=whose, both_runs=True)
     return {**own, **merged}
+
+
+def line_text(exercise: str, line: dict[str, Any]) -> str:
+    """A capstone's score line for people: ``engine with reference parts: 20/20 (llama: reference, ...)``."""
+    whose = ", ".join(f"{module.rsplit('.', 1)[-1]}: {tr('uses.whose_' + who)}" for module, who in line["whose"].items())
+    return tr("uses.line", exercise=exercise, parts=tr("uses.parts_" + line["parts"]),
+              points=f"{line['points']:g}", max_points=f"{line['max_points']:g}", whose=whose or "-")
+
+
+def run_label(test: dict[str, Any]) -> str:
+    """``[reference parts] `` before a capstone's test name (``[own parts] ``), nothing for other tests."""
+    return f"[{tr('uses.parts_' + test['parts'])}] " if test.get("parts") else ""

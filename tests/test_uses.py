@@ -2,6 +2,8 @@
 their score lines and the record of whose parts each ran on; the errors of a broken ``uses:``."""
 from __future__ import annotations
 
+import csv
+import html
 import json
 import textwrap
 from pathlib import Path
@@ -13,6 +15,7 @@ from infralab.course import load_course
 from infralab.errors import CourseError
 from infralab.i18n import tr
 from infralab.runner import TestRun, run_tests
+from infralab.uses import line_text
 
 CAPSTONE_YML = """
   - id: part02_cap
@@ -91,7 +94,8 @@ def write_student(folder: Path, course: Path, broken_double: bool) -> Path:
     """A submission: the capstone right, the parts right or ``double`` wrong (returns x + 1)."""
     for module in ("part01_demo/double.py", "part01_demo/negate.py", "part02_cap/combo.py"):
         (folder / module).parent.mkdir(parents=True, exist_ok=True)
-        (folder / module).write_text((course / "solutions" / module).read_text(encoding="utf-8"), encoding="utf-8")
+        mine = "# the student's own\n" + (course / "solutions" / module).read_text(encoding="utf-8")
+        (folder / module).write_text(mine, encoding="utf-8")
     if broken_double:
         (folder / "part01_demo/double.py").write_text("def double(x):\n    return 3 * x\n", encoding="utf-8")
     return folder
@@ -184,3 +188,84 @@ def test_in_process_parts_reference_runs_the_capstone_on_the_reference_parts(cap
     assert {t["parts"] for t in reference["tests"]} == {"reference"}
     assert own["lines"][0]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "student"}
     assert reference["lines"][0]["whose"] == {"part01_demo.double": "reference", "part01_demo.negate": "reference"}
+
+
+# -- infralab grade: the isolated judge grades a capstone twice --------------------------------
+def test_grade_credits_the_own_parts_and_the_reference_parts_runs_separately(capstone, tmp_path):
+    from infralab.grade import GradeOptions, grade
+    from infralab.judge.intake import discover
+
+    klass = tmp_path / "klass"
+    write_student(klass / "broken", capstone, broken_double=True)
+    write_student(klass / "correct", capstone, broken_double=False)
+    course, out = load_course(capstone), tmp_path / "out"
+    options = GradeOptions(exercises=("part02_cap.combo",), seed=5, call_timeout_s=10.0, budget_s=60.0,
+                           memory_bytes=2 << 30)
+    records = {r["student"]: r for r in grade(course, discover([klass]), out, options, jobs=2)}
+    lines = {name: {line["parts"]: line for line in _capstone_tests(r)["lines"]} for name, r in records.items()}
+    assert [(lines["broken"][p]["points"], lines["broken"][p]["max_points"]) for p in ("own", "reference")] == \
+        [(0.0, 6.0), (4.0, 4.0)], records["broken"]["flags"]  # a bug upstream costs the own-parts line only
+    assert [lines["correct"][p]["points"] for p in ("own", "reference")] == [6.0, 4.0]
+    assert records["broken"]["points"] == 4.0 and records["correct"]["points"] == 10.0
+    assert lines["broken"]["own"]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "student"}
+    assert lines["broken"]["reference"]["whose"] == {"part01_demo.double": "reference",
+                                                     "part01_demo.negate": "reference"}
+    assert any("part01_demo.double, part01_demo.negate" in n for n in records["broken"]["notes"])
+    rows = list(csv.reader((out / "gradebook.csv").open(encoding="utf-8")))
+    assert rows[0][1:4] == ["part02_cap.combo:own_parts (6)", "part02_cap.combo:reference_parts (4)", "total (10)"]
+    assert {r[0]: r[1:4] for r in rows[1:]} == {"broken": ["0", "4", "4"], "correct": ["6", "4", "10"]}
+    results = json.loads((out / "broken/results.json").read_text(encoding="utf-8"))
+    by_name = {t["name"]: t for t in results["tests"]}
+    reference_name = f"part02_cap.combo: [{tr('uses.parts_reference')}] test_combo_of_ones"
+    assert by_name[reference_name]["score"] == by_name[reference_name]["max_score"] == 2.0
+    assert sum(t["max_score"] for t in results["tests"]) == 10.0 and results["score"] == 4.0
+    page = (out / "broken/feedback.html").read_text(encoding="utf-8")
+    assert html.escape(line_text("part02_cap.combo", lines["broken"]["reference"])) in page
+
+
+def test_in_the_cage_the_reference_parts_tree_holds_the_used_modules_and_nothing_else_of_solutions(capstone, tmp_path):
+    from infralab.judge.config import JudgeConfig
+    from infralab.judge.isolated import IsolatedTarget
+    from infralab.targets import submission_target
+    from infralab.uses import reference_parts_spec
+
+    course = load_course(capstone)
+    student = write_student(tmp_path / "student", capstone, broken_double=False)
+    solutions = {f.read_bytes(): f.relative_to(capstone / "solutions").as_posix()
+                 for f in (capstone / "solutions").rglob("*.py")}
+    own = submission_target(student, capstone)
+    trees = {}
+    for name, spec in (("own", own), ("reference", reference_parts_spec(own, course.exercise("part02_cap.combo").uses,
+                                                                         capstone))):
+        target = IsolatedTarget(spec, JudgeConfig.from_course(course))
+        try:
+            code = target.cage.lib / "code"
+            files = {f.relative_to(code).as_posix(): f.read_bytes() for f in code.rglob("*.py") if f.stat().st_size}
+        finally:
+            target.close()
+        trees[name] = {rel: solutions.get(data) for rel, data in files.items()}
+    assert {rel for rel, ref in trees["own"].items() if ref} == set()
+    assert {rel: ref for rel, ref in trees["reference"].items() if ref} == {
+        "exercises/part01_demo/double.py": "part01_demo/double.py",
+        "exercises/part01_demo/negate.py": "part01_demo/negate.py"}
+    assert trees["reference"]["exercises/part02_cap/combo.py"] is None  # the student's capstone
+
+
+# -- infralab validate: a capstone's stub and mutants run on the reference parts ---------------
+def test_validate_runs_the_capstone_stub_on_the_reference_parts_and_only_its_own_mutants(capstone):
+    from infralab.soundness import check_soundness
+
+    hidden = capstone / "graders/part02_cap/test_combo.py"  # a test that never reaches the capstone
+    hidden.write_text(hidden.read_text(encoding="utf-8") + textwrap.dedent('''
+
+        def test_only_a_part(impl):
+            assert_close(impl("part01_demo.double").double(torch.ones(2)), 2 * torch.ones(2))
+        '''), encoding="utf-8")
+    course = load_course(capstone)
+    [result], record = check_soundness(course, (course.exercise("part02_cap.combo"),), seed=2)
+    targets = {t["target"] for ex in record["exercises"] for t in ex["tests"]}
+    assert targets == {"solutions", "stub:part02_cap.combo", "mutant:part02_cap.combo:no_negate"}
+    assert result.stub_total == 4 and result.stub_failed == 3  # on the reference parts only that test passes
+    assert [h for h in result.holes if "test_only_a_part" in h] == [
+        tr("seeds.stub_passes", visibility=tr("seeds.kind_hidden"), test="test_only_a_part[stub:part02_cap.combo]")]
+    assert result.mutants == {"no_negate": 2}  # the parts' mutants (double's, negate's) are theirs, not its

@@ -62,4 +62,8 @@ MESSAGES = {
         "the run with the reference parts had these solutions/ modules in the executor's tree: {modules}",
         "使用参考部件的评测在执行进程的文件树中放入了这些参考解模块：{modules}",
     ),
+    "uses.reference_run_failed": (
+        "the run with the reference parts failed ({error}): its score lines are 0",
+        "使用参考部件的评测失败（{error}）：该轮得分记为 0",
+    ),
 }
