@@ -417,7 +417,8 @@ def load_course(root: Path | str | None = None) -> Course:
         parts.append(Part(id=pid, title=pr.get("title").title(), exercises=tuple(exs)))
     if capstones:
         from infralab.uses import read_uses
-        parts = read_uses(root, parts, capstones, reference_parts, check_imports=solutions and not release)
+        parts = read_uses(root, parts, capstones, reference_parts, check_imports=solutions and not release,
+                          bundle=not solutions and not release)
     return Course(root=root, id=head.get("id").str(), title=head.get("title").title(),
                   parts=tuple(parts), profiles_dir=profiles_dir, language=language,
                   reference_parts=reference_parts)

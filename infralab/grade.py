@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from infralab.options import positive_int, positive_number, require_positive, se
 from infralab.record import build_record, write_record
 from infralab.release import require_hidden_tests
 from infralab.runner import TestRun, run_tests
-from infralab.uses import REFERENCE_SUFFIX, merge_runs
+from infralab.uses import REFERENCE_SUFFIX, with_reference_parts
 
 VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
 CALL_TIMEOUT_S = {False: 20.0, True: 180.0}  # per call; with --gpu a first call compiles and autotunes
@@ -120,16 +120,9 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
     # a safety net only: every exercise's executor budget, plus the judge's own work
     wall = opts.budget_s * max(3, len(chosen)) + 300.0
     try:
-        record = _judged(course, run, env, wall)
-        capstones = tuple(ex for ex in chosen if ex.uses and ex.reference_parts_points > 0)
-        if capstones:  # graded again with the reference parts they use (infralab.uses, docs/grading.md)
-            again = replace(run, exercises=capstones, extra_args=[*extra, "--parts", "reference"])
-            try:
-                reference = _judged(course, again, env, opts.budget_s * max(3, len(capstones)) + 300.0)
-            except Exception as e:  # noqa: BLE001 - fail closed: the lost run's line scores 0, the other stands
-                reference = {"exercises": [], "flags": [{"kind": "grading-error", "source": "judge", "detail":
-                                                         tr("uses.reference_run_failed", error=f"{type(e).__name__}: {e}")}]}
-            record = merge_runs(course, record, reference, ids)
+        # a capstone is graded again with the reference parts it uses (infralab.uses, docs/grading.md)
+        record = with_reference_parts(course, run, _judged(course, run, env, wall), lambda again: _judged(
+            course, again, env, opts.budget_s * max(3, len(again.exercises)) + 300.0))
     except subprocess.TimeoutExpired:
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going

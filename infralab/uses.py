@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,16 +36,21 @@ REFERENCE_SUFFIX = "#reference-parts"  # appended to a target's name for its ref
 
 
 # -- course.yml --------------------------------------------------------------------------------
-def read_uses(root: Path, parts: list, capstones: list, reference_parts: bool, check_imports: bool) -> list:
+def read_uses(root: Path, parts: list, capstones: list, reference_parts: bool, check_imports: bool,
+              bundle: bool = False) -> list:
     """The course's parts with each capstone's ``uses`` and ``reference_parts_points`` filled in.
 
     ``capstones``: (exercise, its course.yml reader) of every exercise that says ``uses:`` or
     ``reference_parts_points:``. Every broken value is one :class:`CourseError` naming course.yml,
     the key and what was expected: an id that is not an exercise of the course, the capstone
     itself, an id twice, a cycle, points out of range, and (where solutions/ is there) a module
-    the references import relatively that ``uses`` does not list.
+    the references import relatively that ``uses`` does not list. In a Gradescope bundle (``bundle``)
+    a used exercise may be left out of the course (only its stub and reference module ship).
     """
     ids = [ex.id for part in parts for ex in part.exercises]
+    if bundle:
+        ids += sorted(f"{f.parent.name}.{f.stem}" for f in (root / "exercises").glob("part*/*.py")
+                      if f.name != "__init__.py")
     filled: dict[str, Any] = {}
     for ex, r in capstones:
         uses_reader = r.get("uses", [])
@@ -168,6 +174,22 @@ def parts_option(value: str) -> str:
 
 
 # -- the record --------------------------------------------------------------------------------
+def with_reference_parts(course: Any, run: Any, own: dict[str, Any], judge: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """A grading's record: ``own`` (every exercise of ``run`` on the student's parts) and, for the capstones
+    among them with a reference-parts run, ``judge`` of the same run with ``--parts reference`` on those
+    capstones only, merged (:func:`merge_runs`). A failed second run scores 0 on its lines, with a flag."""
+    capstones = tuple(ex for ex in run.exercises if ex.uses and ex.reference_parts_points > 0)
+    if not capstones:
+        return own
+    again = replace(run, exercises=capstones, extra_args=[*run.extra_args, "--parts", "reference"])
+    try:
+        reference = judge(again)
+    except Exception as e:  # noqa: BLE001 - fail closed: the lost run's lines score 0, the other run stands
+        reference = {"exercises": [], "flags": [{"kind": "grading-error", "source": "judge", "detail":
+                                                 tr("uses.reference_run_failed", error=f"{type(e).__name__}: {e}")}]}
+    return merge_runs(course, own, reference, [ex.id for ex in run.exercises])
+
+
 def merge_runs(course: Any, own: dict[str, Any], reference: dict[str, Any], exercise_ids: list[str]) -> dict[str, Any]:
     """One record from a grading's two runs: every exercise's tests on the student's parts (``own``)
     and the capstones' tests on the reference parts (``reference``), scored together, so each

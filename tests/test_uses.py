@@ -269,3 +269,42 @@ def test_validate_runs_the_capstone_stub_on_the_reference_parts_and_only_its_own
     assert [h for h in result.holes if "test_only_a_part" in h] == [
         tr("seeds.stub_passes", visibility=tr("seeds.kind_hidden"), test="test_only_a_part[stub:part02_cap.combo]")]
     assert result.mutants == {"no_negate": 2}  # the parts' mutants (double's, negate's) are theirs, not its
+
+
+# -- nbgrader (infralab grade --notebooks): the parts come from the student's other notebooks -------
+def test_notebook_grading_takes_the_parts_from_the_other_assignments_and_runs_both(capstone, tmp_path):
+    pytest.importorskip("nbformat")
+    import nbformat
+
+    from infralab.nbgrader.export import exercise_notebook
+    from infralab.nbgrader.extract import fill_answer
+    from infralab.nbgrader.grade import _judge
+
+    course = load_course(capstone)
+    answers = write_student(tmp_path / "answers", capstone, broken_double=True)
+    notebooks = {}
+    for ex in (course.exercise(e) for e in ("part01_demo.double", "part01_demo.negate", "part02_cap.combo")):
+        nb, _, _ = exercise_notebook(course, ex)
+        path = tmp_path / "submitted/alice" / ex.part / f"{ex.name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(fill_answer(nb, (answers / ex.module_path).read_text(encoding="utf-8")), path)
+        notebooks[ex.id] = (path, ex)
+    record = _judge(course, dict([notebooks["part02_cap.combo"]]), isolated=False)
+    lines = {line["parts"]: line for line in _capstone_tests(record)["lines"]}
+    assert [(lines[p]["points"], lines[p]["whose"]["part01_demo.double"]) for p in ("own", "reference")] == \
+        [(0.0, "student"), (4.0, "reference")]
+
+
+def test_a_gradescope_bundle_of_a_capstone_ships_the_used_reference_modules_and_no_other_solution(capstone, tmp_path):
+    import zipfile
+
+    from infralab.gradescope import build_bundle
+
+    names = build_bundle(load_course(capstone), tmp_path / "autograder.zip", ["part02_cap.combo"])
+    assert sorted(n for n in names if n.startswith("solutions/")) == [
+        "solutions/part01_demo/double.py", "solutions/part01_demo/negate.py"]
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as zf:
+        zf.extractall(tmp_path / "source")
+    bundled = load_course(tmp_path / "source")  # the parts are not graded there, the capstone still uses them
+    assert [ex.id for ex in bundled.exercises] == ["part02_cap.combo"]
+    assert bundled.exercise("part02_cap.combo").uses == ("part01_demo.double", "part01_demo.negate")

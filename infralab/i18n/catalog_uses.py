@@ -51,13 +51,10 @@ MESSAGES = {
     "uses.whose_reference": ("reference", "参考实现"),
     "uses.whose_stub": ("the stub (not submitted)", "桩代码（未提交）"),
     "uses.whose_mutant": ("a mutant", "变异体"),
-    "uses.whose_stub_target": ("the stub", "桩代码"),
     "uses.line": (
         "{exercise} with {parts}: {points}/{max_points} ({whose})",
-        "{exercise}（{parts}）：{points}/{max_points}（{whose}）",
+        "{exercise}（使用{parts}）：{points}/{max_points} 分（部件来源：{whose}）",
     ),
-    "uses.line_short": ("{exercise} with {parts}", "{exercise}（{parts}）"),
-    "uses.header": ("{exercise} [{parts}]", "{exercise} [{parts}]"),
     "uses.reference_note": (
         "the run with the reference parts had these solutions/ modules in the executor's tree: {modules}",
         "使用参考部件的评测在执行进程的文件树中放入了这些参考解模块：{modules}",
