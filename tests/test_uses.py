@@ -175,19 +175,25 @@ def test_a_module_the_capstone_imports_but_uses_does_not_list_is_an_error(capsto
 
 # -- in-process: a student checks the capstone on their own parts and on ours ------------------
 def test_in_process_parts_reference_runs_the_capstone_on_the_reference_parts(capstone, tmp_path):
+    from infralab.uses import merge_runs
+
     course = load_course(capstone)
-    student = write_student(tmp_path / "broken", capstone, broken_double=True)
+    student = write_student(tmp_path / "correct", capstone, broken_double=False)
+    (student / "part01_demo/negate.py").unlink()  # not handed in: the stub
     runs = {}
     for parts in ("own", "reference"):
         run = TestRun(target=str(student), exercises=(course.exercise("part02_cap.combo"),), visible=False,
                       hidden=True, seed=3, extra_args=["--parts", parts])
-        runs[parts] = _capstone_tests(run_tests(course, run))
-    own, reference = runs["own"], runs["reference"]
-    assert own["passed"] == 0 and own["failed"] == 2
+        runs[parts] = run_tests(course, run)
+    own, reference = _capstone_tests(runs["own"]), _capstone_tests(runs["reference"])
+    assert own["passed"] == 0 and "NotImplementedError" in own["first_failure"]  # the stub negate
     assert reference["passed"] == 2 and reference["points"] == 10.0  # one run alone: all its points
     assert {t["parts"] for t in reference["tests"]} == {"reference"}
-    assert own["lines"][0]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "student"}
+    assert own["lines"][0]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "stub"}
     assert reference["lines"][0]["whose"] == {"part01_demo.double": "reference", "part01_demo.negate": "reference"}
+    merged = _capstone_tests(merge_runs(course, runs["own"], runs["reference"], ["part02_cap.combo"]))
+    assert [(line["parts"], line["points"], line["max_points"]) for line in merged["lines"]] == [
+        ("own", 0.0, 6.0), ("reference", 4.0, 4.0)]
 
 
 # -- infralab grade: the isolated judge grades a capstone twice --------------------------------
@@ -197,23 +203,21 @@ def test_grade_credits_the_own_parts_and_the_reference_parts_runs_separately(cap
 
     klass = tmp_path / "klass"
     write_student(klass / "broken", capstone, broken_double=True)
-    write_student(klass / "correct", capstone, broken_double=False)
     course, out = load_course(capstone), tmp_path / "out"
     options = GradeOptions(exercises=("part02_cap.combo",), seed=5, call_timeout_s=10.0, budget_s=60.0,
                            memory_bytes=2 << 30)
-    records = {r["student"]: r for r in grade(course, discover([klass]), out, options, jobs=2)}
+    records = {r["student"]: r for r in grade(course, discover([klass]), out, options)}
     lines = {name: {line["parts"]: line for line in _capstone_tests(r)["lines"]} for name, r in records.items()}
     assert [(lines["broken"][p]["points"], lines["broken"][p]["max_points"]) for p in ("own", "reference")] == \
         [(0.0, 6.0), (4.0, 4.0)], records["broken"]["flags"]  # a bug upstream costs the own-parts line only
-    assert [lines["correct"][p]["points"] for p in ("own", "reference")] == [6.0, 4.0]
-    assert records["broken"]["points"] == 4.0 and records["correct"]["points"] == 10.0
+    assert records["broken"]["points"] == 4.0
     assert lines["broken"]["own"]["whose"] == {"part01_demo.double": "student", "part01_demo.negate": "student"}
     assert lines["broken"]["reference"]["whose"] == {"part01_demo.double": "reference",
                                                      "part01_demo.negate": "reference"}
     assert any("part01_demo.double, part01_demo.negate" in n for n in records["broken"]["notes"])
     rows = list(csv.reader((out / "gradebook.csv").open(encoding="utf-8")))
     assert rows[0][1:4] == ["part02_cap.combo:own_parts (6)", "part02_cap.combo:reference_parts (4)", "total (10)"]
-    assert {r[0]: r[1:4] for r in rows[1:]} == {"broken": ["0", "4", "4"], "correct": ["6", "4", "10"]}
+    assert rows[1][:4] == ["broken", "0", "4", "4"]
     results = json.loads((out / "broken/results.json").read_text(encoding="utf-8"))
     by_name = {t["name"]: t for t in results["tests"]}
     reference_name = f"part02_cap.combo: [{tr('uses.parts_reference')}] test_combo_of_ones"
@@ -272,27 +276,37 @@ def test_validate_runs_the_capstone_stub_on_the_reference_parts_and_only_its_own
 
 
 # -- nbgrader (infralab grade --notebooks): the parts come from the student's other notebooks -------
-def test_notebook_grading_takes_the_parts_from_the_other_assignments_and_runs_both(capstone, tmp_path):
-    pytest.importorskip("nbformat")
-    import nbformat
-
+def test_notebook_grading_takes_the_parts_from_the_other_assignments_and_runs_both(capstone, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    from infralab.nbgrader import grade as notebook_grade
     from infralab.nbgrader.export import exercise_notebook
     from infralab.nbgrader.extract import fill_answer
-    from infralab.nbgrader.grade import _judge
 
     course = load_course(capstone)
     answers = write_student(tmp_path / "answers", capstone, broken_double=True)
     notebooks = {}
-    for ex in (course.exercise(e) for e in ("part01_demo.double", "part01_demo.negate", "part02_cap.combo")):
+    for ex in (course.exercise(e) for e in ("part01_demo.double", "part02_cap.combo")):
         nb, _, _ = exercise_notebook(course, ex)
         path = tmp_path / "submitted/alice" / ex.part / f"{ex.name}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(fill_answer(nb, (answers / ex.module_path).read_text(encoding="utf-8")), path)
         notebooks[ex.id] = (path, ex)
-    record = _judge(course, dict([notebooks["part02_cap.combo"]]), isolated=False)
-    lines = {line["parts"]: line for line in _capstone_tests(record)["lines"]}
-    assert [(lines[p]["points"], lines[p]["whose"]["part01_demo.double"]) for p in ("own", "reference")] == \
-        [(0.0, "student"), (4.0, "reference")]
+    runs = []
+
+    def judged(course, run):  # what each run would grade: its options and the extracted tree
+        tree = Path(run.target)
+        runs.append((run.extra_args, [ex.id for ex in run.exercises],
+                     sorted(f.relative_to(tree).as_posix() for f in tree.rglob("*.py")),
+                     (tree / "part01_demo/double.py").read_text(encoding="utf-8")))
+        return {"target": run.target, "mode": "grade", "started": "", "exercises": [], "flags": [], "perf": []}
+
+    monkeypatch.setattr(notebook_grade, "run_tests", judged)
+    record = notebook_grade._judge(course, dict([notebooks["part02_cap.combo"]]), isolated=False)
+    assert [r[:3] for r in runs] == [([], ["part02_cap.combo"], ["part01_demo/double.py", "part02_cap/combo.py"]),
+                                     (["--parts", "reference"], ["part02_cap.combo"],
+                                      ["part01_demo/double.py", "part02_cap/combo.py"])]
+    assert "3 * x" in runs[0][3]  # the student's double, from their part01_demo assignment
+    assert [line["parts"] for line in _capstone_tests(record)["lines"]] == ["own", "reference"]
 
 
 def test_a_gradescope_bundle_of_a_capstone_ships_the_used_reference_modules_and_no_other_solution(capstone, tmp_path):
