@@ -9,7 +9,9 @@ Shape (JSON)::
                     "status", "first_failure", "tests": [TestResult...]}],
      "perf": [...], "flags": [...], "protections": {...}}
 
-A test's ``target`` is set when one run checks several targets (soundness mode).
+A test's ``target`` is set when one run checks several targets (soundness mode). A capstone
+(course.yml ``uses:``) also has ``uses``, ``reference_parts_points`` and ``lines`` (a score line per
+run, with ``whose`` parts it ran on), and each of its tests ``parts`` (``own`` or ``reference``).
 """
 from __future__ import annotations
 
