@@ -48,6 +48,10 @@ class Exercise:
     triton: bool = False  # every call must launch a @triton.jit kernel (see guards.py)
     # mutant name -> why only the hidden tests catch it (docs/authoring.md); every other mutant fails a visible test
     hidden_only: dict[str, str] = field(default_factory=dict, hash=False)
+    # a capstone: the exercises whose modules it imports (``from ..part01_transformer import llama``);
+    # graded with the student's own parts and with the reference parts (infralab.uses)
+    uses: tuple[str, ...] = ()
+    reference_parts_points: float = 0.0  # of ``points``: won by the run with the reference parts; 0: no such run
 
     @property
     def id(self) -> str:
@@ -59,6 +63,11 @@ class Exercise:
         """function (or ``Class.method``) -> {parameter: position} of the inputs its spec lets it change
         (course.yml ``mutates:``; position -1 for keyword-only); every other input must stay as it was."""
         return {fn: dict(params) for fn, params in self.mutates}
+
+    @property
+    def own_parts_points(self) -> float:
+        """Of ``points``: what the run with the student's own parts (of ``uses``) can win."""
+        return round(self.points - self.reference_parts_points, 4)
 
     @property
     def module_path(self) -> Path:
@@ -81,6 +90,7 @@ class Course:
     parts: tuple[Part, ...]
     profiles_dir: Path = field(default=Path("hardware_profiles"))
     language: str | None = None  # course.yml `language:` (en|zh): the default of every message (infralab.i18n)
+    reference_parts: bool = True  # course.yml `reference_parts:`: capstones are also graded on the reference parts
 
     @property
     def exercises(self) -> tuple[Exercise, ...]:
@@ -200,7 +210,7 @@ class _Reader:
 
 
 _EXERCISE_KEYS = {"id", "title", "public", "points", "textbook", "tests", "mutants", "requires", "perf", "banned",
-                  "triton", "hidden_only", "mutates"}
+                  "triton", "hidden_only", "mutates", "uses", "reference_parts_points"}
 _REQUIRES = {"triton", "gpu", "distributed"}
 
 
@@ -374,7 +384,7 @@ def load_course(root: Path | str | None = None) -> Course:
         raise CourseError(file, "", "a course.yml file")
     data = load_yaml(file)
     r = _Reader(file, data)
-    r.mapping({"course", "parts", "profiles_dir", "release", "solutions"}, {"course", "parts"})
+    r.mapping({"course", "parts", "profiles_dir", "release", "solutions", "reference_parts"}, {"course", "parts"})
     release = r.get("release", False).data is True  # written by `infralab release`
     solutions = r.get("solutions", True).data is not False  # false in a Gradescope bundle (infralab gradescope)
     head = r.get("course")
@@ -384,9 +394,11 @@ def load_course(root: Path | str | None = None) -> Course:
         raise head.get("language").error(f"one of {', '.join(LANGS)}", language)
     profiles_dir = Path(r.get("profiles_dir", "hardware_profiles").str())
     profiles = {p.stem for p in (root / profiles_dir).glob("*.yml")}
+    reference_parts = r.get("reference_parts", True).bool()  # false: no capstone is graded with the reference parts
     parts: list[Part] = []
     seen_parts: set[str] = set()
     seen_ex: set[str] = set()
+    capstones: list[tuple[Exercise, _Reader]] = []
     for pr in r.get("parts").list():
         pr.mapping({"id", "title", "exercises"}, {"id", "title", "exercises"})
         pid = pr.get("id").ident()
@@ -400,9 +412,16 @@ def load_course(root: Path | str | None = None) -> Course:
                 raise er.get("id").error("an exercise id used once in its part", ex.name)
             seen_ex.add(ex.id)
             exs.append(ex)
+            if "uses" in er.data or "reference_parts_points" in er.data:
+                capstones.append((ex, er))
         parts.append(Part(id=pid, title=pr.get("title").title(), exercises=tuple(exs)))
+    if capstones:
+        from infralab.uses import read_uses
+        parts = read_uses(root, parts, capstones, reference_parts, check_imports=solutions and not release,
+                          bundle=not solutions and not release)
     return Course(root=root, id=head.get("id").str(), title=head.get("title").title(),
-                  parts=tuple(parts), profiles_dir=profiles_dir, language=language)
+                  parts=tuple(parts), profiles_dir=profiles_dir, language=language,
+                  reference_parts=reference_parts)
 
 
 def find_course_root(start: Path | str | None = None) -> Path:

@@ -42,6 +42,7 @@ from infralab.options import positive_int, positive_number, require_positive, se
 from infralab.record import build_record, write_record
 from infralab.release import require_hidden_tests
 from infralab.runner import TestRun, run_tests
+from infralab.uses import REFERENCE_SUFFIX, with_reference_parts
 
 VOLATILE = ("started", "duration_s")  # what differs between two gradings of the same submission
 CALL_TIMEOUT_S = {False: 20.0, True: 180.0}  # per call; with --gpu a first call compiles and autotunes
@@ -121,16 +122,24 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
     # a safety net only: every exercise's executor budget, plus the judge's own work
     wall = opts.budget_s * max(3, len(chosen)) + 300.0
     try:
-        record = run_tests(course, run, env=env, wall_timeout_s=wall)
-        record.pop("output_tail", None)  # pytest's summary line holds timings and temp paths
-        if record.get("pytest_exit") not in (0, 1):
-            record["flags"].append({"kind": "grading-error", "source": "judge",
-                                    "detail": f"pytest exited with status {record['pytest_exit']}"})
+        # a capstone is graded again with the reference parts it uses (infralab.uses, docs/grading.md)
+        record = with_reference_parts(course, run, _judged(course, run, env, wall), lambda again: _judged(
+            course, again, env, opts.budget_s * max(3, len(again.exercises)) + 300.0))
     except subprocess.TimeoutExpired:
         record = _error_record(course, ids, student, f"grading took longer than {wall:g} s and was stopped")
     except Exception as e:  # noqa: BLE001 - fail closed, keep the batch going
         record = _error_record(course, ids, student, f"{type(e).__name__}: {e}")
     return _with_intake(named_after_student(record, staged, student), student, intake)
+
+
+def _judged(course: Course, run: TestRun, env: dict[str, str], wall: float) -> dict[str, Any]:
+    """One isolated pytest run's record; a pytest that did not finish its tests is a grading-error flag."""
+    record = run_tests(course, run, env=env, wall_timeout_s=wall)
+    record.pop("output_tail", None)  # pytest's summary line holds timings and temp paths
+    if record.get("pytest_exit") not in (0, 1):
+        record["flags"].append({"kind": "grading-error", "source": "judge",
+                                "detail": f"pytest exited with status {record['pytest_exit']}"})
+    return record
 
 
 def named_after_student(record: dict[str, Any], staged: str, student: str) -> dict[str, Any]:
@@ -140,6 +149,8 @@ def named_after_student(record: dict[str, Any], staged: str, student: str) -> di
         for t in ex.get("tests", []):
             if t.get("target") == staged:
                 t["target"] = student
+            elif t.get("target") == staged + REFERENCE_SUFFIX:  # a capstone's run with the reference parts
+                t["target"] = student + REFERENCE_SUFFIX
     for e in record.get("perf", []):
         if (e.get("candidate") or {}).get("target") == staged:
             e["candidate"]["target"] = student

@@ -10,7 +10,8 @@ The bundle holds what the judge needs and nothing more: the engine (``infralab/`
 and visible tests (``exercises/``), the hidden tests of the chosen exercises (``graders/``),
 the hardware profiles, ``pyproject.toml`` and a course.yml of the chosen exercises marked
 ``solutions: false``. Never ``solutions/`` (grading a submission does not read them) nor
-``fixtures/``. ``setup.sh`` makes a virtual environment in ``/autograder/venv`` and installs
+``fixtures/``, except, for a capstone graded on the reference parts too (course.yml ``uses:``,
+docs/grading.md), the reference modules of exactly the parts it uses. ``setup.sh`` makes a virtual environment in ``/autograder/venv`` and installs
 the kit with its pinned dependencies, torch from ``--torch`` (default: the CPU build, as the
 Makefile's TORCH). ``run_autograder`` grades the submission with the hidden tests in the isolated
 judge (:func:`infralab.grade.grade`) and copies its ``results.json``
@@ -108,6 +109,9 @@ def build_bundle(course: Course, out: Path, exercise_ids: list[str], torch: str 
             _add_tree(zf, course.root, rel)
         for ex in chosen:
             zf.write(course.root / ex.hidden_tests, Path(ex.hidden_tests).as_posix())
+        for module in sorted({m for ex in chosen if ex.reference_parts_points > 0 for m in ex.uses}):
+            rel = Path("solutions", *module.split(".")).with_suffix(".py")  # a capstone's reference-parts run
+            zf.write(course.root / rel, rel.as_posix())
         zf.writestr("course.yml", _bundle_course_yml(course, {ex.id for ex in chosen}))
         return zf.namelist()
 

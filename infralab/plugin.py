@@ -32,6 +32,7 @@ from infralab.record import TestResult, build_record, write_record
 from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
 from infralab.triton_env import interpret_without_gpu
+from infralab.uses import PARTS, parts_option, reference_parts_spec, whose_parts
 
 pytest_plugins = ("infralab.golden",)  # the golden fixture and --update-golden of visible tests
 
@@ -52,6 +53,25 @@ class _State:
         self.banned = {ex.id: ex.banned for ex in course.exercises if ex.banned}
         self.triton = frozenset(ex.id for ex in course.exercises if ex.triton)
         self.mutates = {ex.id: ex.may_change for ex in course.exercises}  # the inputs each call may change
+        self.parts = parts_option(config.getoption("infralab_parts"))  # a capstone's parts: own | reference
+        self.uses = {ex.id: ex.uses for ex in course.exercises if ex.uses}
+        self.whose: dict[str, dict[str, dict[str, str]]] = {}  # capstone -> parts -> {module: whose}
+
+    def spec_for(self, exercise: str, spec: TargetSpec) -> TargetSpec:
+        """The target the tests of ``exercise`` run on: ``spec``, or for a capstone under ``--parts
+        reference`` its variant with the reference parts (infralab.uses)."""
+        if self.parts != "reference" or exercise not in self.uses:
+            return spec
+        return reference_parts_spec(spec, self.uses[exercise], self.course.root)
+
+    def plan(self, exercises: list[str]) -> None:
+        """Start the executors of the isolated mode in the order the exercises' tests run, each on its target."""
+        by_target: dict[str, tuple[TargetSpec, list[str]]] = {}
+        for exercise in exercises:
+            spec = self.spec_for(exercise, self.default_target)
+            by_target.setdefault(spec.name, (spec, []))[1].append(exercise)
+        for spec, order in by_target.values():
+            self.target(spec).plan(order)
 
     def target(self, spec: TargetSpec):
         if spec.name not in self.targets:
@@ -96,6 +116,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --gpu: seconds of sampling per performance challenge shape (infralab grade --time-cap)")
     group.addoption("--record-mode", dest="infralab_mode", default="check",
                     help="the mode written into the record (check, grade, validate)")
+    group.addoption("--parts", dest="infralab_parts", default="own", choices=PARTS,
+                    help=tr("uses.option_help"))
     group.addoption("--lang", dest="infralab_lang", default=None, choices=LANGS,
                     help="language of messages and diagnoses: zh or en (default: INFRALAB_LANG, "
                          "course.yml language:, the locale)")
@@ -142,7 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _configure_hypothesis(config)
     if _plans_executors(config):  # the first exercise's executor starts while pytest collects
         found = [state.exercise_of(Path(arg.split("::")[0]).resolve()) for arg in config.args]
-        state.target(state.default_target).plan([f[0].id for f in found if f is not None])
+        state.plan([f[0].id for f in found if f is not None][:1])
 
 
 def _plans_executors(config: pytest.Config) -> bool:
@@ -231,7 +253,14 @@ def _state(config: pytest.Config) -> _State | None:
 def _soundness_targets(state: _State, ex: Exercise, visibility: str) -> list[str]:
     """Every test, visible and hidden, runs on every mutant: the record tells which tests catch each."""
     mutants = sorted((state.course.root / ex.mutants_dir).glob("*.py"))
-    return ["solutions", "exercises"] + [f"mutant:{ex.id}:{m.stem}" for m in mutants if m.name != "__init__.py"]
+    stub = stub_target(ex)
+    return ["solutions", stub] + [f"mutant:{ex.id}:{m.stem}" for m in mutants if m.name != "__init__.py"]
+
+
+def stub_target(ex: Exercise) -> str:
+    """The stub of soundness mode: the stubs (``exercises``); for a capstone its stub on the reference
+    parts (``stub:<id>``), so a hidden test fails because the capstone is a stub, not because a part is."""
+    return f"stub:{ex.id}" if ex.uses else "exercises"
 
 
 def _depends_on_seed(fixturenames: list[str], function: object) -> bool:
@@ -296,7 +325,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             item.add_marker(pytest.mark.skip(reason=tr("loop.skip_triton_cpu")))
     if _plans_executors(config):  # one executor per exercise, in the order the tests run
         order = [dict(item.user_properties).get("infralab_exercise", "") for item in items]
-        state.target(state.default_target).plan(order)
+        state.plan(order)
 
 
 @pytest.fixture
@@ -320,11 +349,19 @@ def impl(request: pytest.FixtureRequest, _infralab_target: str, _infralab_base_s
         pytest.skip(tr("loop.not_in_course"))
     spec = state.default_target if _infralab_target == state.default_target.name else \
         parse_target(_infralab_target, state.course.root)
+    found = state.exercise_of(request.node.path)
+    exercise = found[0].id if found else ""
+    if exercise in state.uses:  # a capstone: on the student's own parts or on the reference parts (--parts)
+        try:
+            spec = state.spec_for(exercise, spec)
+        except InfralabError as e:  # no reference module to run on: every test of the capstone says so
+            raise TargetError(str(e)) from None
+        state.whose.setdefault(exercise, {})[state.parts] = whose_parts(spec, state.uses[exercise])
+        request.node.user_properties.append(("infralab_parts", state.parts))
     target = state.target(spec)
     request.node.user_properties += [("infralab_target", spec.name), ("infralab_base_seed", _infralab_base_seed)]
     if hasattr(target, "loader"):  # isolated: each exercise has an executor of its own
-        found = state.exercise_of(request.node.path)
-        return target.loader(found[0].id if found else "")
+        return target.loader(exercise)
     return target.load
 
 
@@ -540,6 +577,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         visibility=props["infralab_visibility"], outcome=outcome, weight=props.get("infralab_weight", 1.0),
         duration_s=round(report.duration, 4), message=message, diagnosis=props.get("infralab_diagnosis"),
         seed=props.get("infralab_seed"), target=props.get("infralab_target"), base_seed=props.get("infralab_base_seed"),
+        parts=props.get("infralab_parts"),
     ))
 
 
@@ -576,7 +614,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.course, state.default_target.name if not config.getoption("infralab_soundness") else "soundness",
         mode, state.results, started=state.started,
         duration_s=time.perf_counter() - state.t0, exercise_ids=exercise_ids,
-        flags=state.flags, protections=protections, perf=state.perf,
+        flags=state.flags, protections=protections, perf=state.perf, whose=state.whose,
     )
     record["trusted"] = trusted
     write_record(record, path)

@@ -9,7 +9,9 @@ Shape (JSON)::
                     "status", "first_failure", "tests": [TestResult...]}],
      "perf": [...], "flags": [...], "protections": {...}}
 
-A test's ``target`` is set when one run checks several targets (soundness mode).
+A test's ``target`` is set when one run checks several targets (soundness mode). A capstone
+(course.yml ``uses:``) also has ``uses``, ``reference_parts_points`` and ``lines`` (a score line per
+run, with ``whose`` parts it ran on), and each of its tests ``parts`` (``own`` or ``reference``).
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class TestResult:
     points: float = 0.0  # what this test won (see score_tests)
     max_points: float = 0.0  # what it could win: 0 for a skipped or an ungraded (visible) test
     base_seed: int | None = None  # the run's base seed this case ran at (one of a sweep's, see infralab.seeds)
+    parts: str | None = None  # a capstone's test: run on the student's "own" parts or the "reference" parts
 
 
 @dataclass
@@ -62,6 +65,11 @@ class ExerciseResult:
     status: str = "not run"  # passed | partial | failed | not implemented | not run
     first_failure: str = ""
     tests: list[TestResult] = field(default_factory=list)
+    # a capstone (course.yml uses:): the modules it uses, the points of its reference-parts run, and one
+    # score line per run: {"parts", "whose": {module: student|reference|stub}, "points", "max_points", ...}
+    uses: list[str] = field(default_factory=list)
+    reference_parts_points: float = 0.0
+    lines: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _version(dist: str) -> str | None:
@@ -125,8 +133,14 @@ def _field(t: object, key: str):
     return t[key] if isinstance(t, dict) else getattr(t, key)
 
 
-def score_tests(max_points: float, tests: Sequence[TestResult | dict]) -> list[tuple[float, float]]:
+def score_tests(max_points: float, tests: Sequence[TestResult | dict],
+                reference_points: float = 0.0) -> list[tuple[float, float]]:
     """(points possible, points won) of each test of one exercise: the score's one definition.
+
+    - A graded capstone ran twice, on the student's own parts and on the reference parts (its tests'
+      ``parts``): each run is a score line of its own, ``reference_points`` (> 0 only in a record of
+      both runs) for the reference-parts run and the rest for the own-parts run, each split over its
+      tests as below; a run that lost its tests loses its points (fail closed).
 
     - The graded tests are the hidden ones; a run without hidden tests (a student's check) grades
       its visible tests instead, as a progress estimate.
@@ -137,18 +151,39 @@ def score_tests(max_points: float, tests: Sequence[TestResult | dict]) -> list[t
     - A test won its possible points if it passed, else 0.
     """
     graded = "hidden" if any(_field(t, "visibility") == "hidden" for t in tests) else "visible"
-    functions: dict[str, list[int]] = {}
-    for i, t in enumerate(tests):
-        if _field(t, "visibility") == graded and _field(t, "outcome") != "skipped":
-            functions.setdefault(function_name(_field(t, "name")), []).append(i)
+    counted = [_field(t, "visibility") == graded and _field(t, "outcome") != "skipped" for t in tests]
+    reference = [_part(t) == "reference" for t in tests]
+    runs = [[i for i in range(len(tests)) if reference[i] == r] for r in (False, True)]
     possible = [0.0] * len(tests)
+    if reference_points > 0:
+        for run, points in zip(runs, split_run_points(max_points, reference_points)):
+            _share(points, tests, [i for i in run if counted[i]], possible)
+    else:
+        _share(max_points, tests, [i for i in range(len(tests)) if counted[i]], possible)
+    return [(p, p if _field(t, "outcome") == "passed" else 0.0) for p, t in zip(possible, tests)]
+
+
+def split_run_points(max_points: float, reference_points: float) -> tuple[float, float]:
+    """(own-parts run, reference-parts run) points of a capstone: exact, summing to ``max_points``."""
+    reference = round(min(float(reference_points), float(max_points)), PLACES)
+    return total_points([max_points, -reference]), reference
+
+
+def _part(t: object) -> str | None:
+    return t.get("parts") if isinstance(t, dict) else getattr(t, "parts", None)
+
+
+def _share(max_points: float, tests: Sequence[TestResult | dict], graded: list[int], possible: list[float]) -> None:
+    """``max_points`` over the ``graded`` tests by weight (into ``possible``)."""
+    functions: dict[str, list[int]] = {}
+    for i in graded:
+        functions.setdefault(function_name(_field(tests[i], "name")), []).append(i)
     if functions:
         names = list(functions)
         shares = split_points(max_points, [float(_field(tests[functions[n][0]], "weight")) for n in names])
         for name, share in zip(names, shares):
             for i, case in zip(functions[name], split_points(share, [1.0] * len(functions[name]))):
                 possible[i] = case
-    return [(p, p if _field(t, "outcome") == "passed" else 0.0) for p, t in zip(possible, tests)]
 
 
 def total_points(values: Sequence[float]) -> float:
@@ -166,9 +201,13 @@ def _status(ex: ExerciseResult) -> str:
     return "partial" if ex.passed else "failed"
 
 
-def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] | None = None) -> list[ExerciseResult]:
-    """Per-exercise totals and points (:func:`score_tests`); each test gets its own points too."""
-    by_id = {ex.id: ExerciseResult(id=ex.id, part=ex.part, name=ex.name, max_points=ex.points)
+def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] | None = None,
+              whose: dict[str, dict[str, dict[str, str]]] | None = None, both_runs: bool = False) -> list[ExerciseResult]:
+    """Per-exercise totals and points (:func:`score_tests`); each test gets its own points too.
+    ``whose``: capstone -> parts run -> {module: whose}, for the capstones' score lines; ``both_runs``:
+    the capstones ran on their own and on the reference parts (a grading), each run credited apart."""
+    by_id = {ex.id: ExerciseResult(id=ex.id, part=ex.part, name=ex.name, max_points=ex.points, uses=list(ex.uses),
+                                   reference_parts_points=ex.reference_parts_points if both_runs else 0.0)
              for ex in course.exercises if exercise_ids is None or ex.id in exercise_ids}
     for t in tests:
         if t.exercise not in by_id:
@@ -186,18 +225,39 @@ def summarize(course: Course, tests: list[TestResult], exercise_ids: list[str] |
             if not r.first_failure:
                 r.first_failure = f"{t.name}: {t.message}"
     for r in by_id.values():
-        for t, (possible, won) in zip(r.tests, score_tests(r.max_points, r.tests)):
+        for t, (possible, won) in zip(r.tests, score_tests(r.max_points, r.tests, r.reference_parts_points)):
             t.max_points, t.points = possible, won
         r.points = total_points([t.points for t in r.tests])
         r.status = _status(r)
+        if r.uses:
+            r.lines = score_lines(r, (whose or {}).get(r.id, {}))
     return list(by_id.values())
+
+
+def score_lines(r: ExerciseResult, whose: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """A capstone's runs as score lines (the own parts', the reference parts'), each naming whose parts it
+    ran on: the runs that happened, and in a record of both runs both (a lost run scores 0)."""
+    lines = []
+    for parts in ("own", "reference"):
+        mine = [t for t in r.tests if (t.parts or "own") == parts and t.outcome != "skipped"]
+        expected = r.reference_parts_points > 0 and (parts == "reference" or r.reference_parts_points < r.max_points)
+        if not mine and not expected:
+            continue
+        lines.append({"parts": parts, "whose": dict(whose.get(parts, {})),
+                      "points": total_points([t.points for t in mine]),
+                      "max_points": split_run_points(r.max_points, r.reference_parts_points)[parts == "reference"]
+                      if r.reference_parts_points > 0 else total_points([t.max_points for t in mine]),
+                      "passed": sum(t.outcome == "passed" for t in mine),
+                      "failed": sum(t.outcome == "failed" for t in mine), "total": len(mine)})
+    return lines
 
 
 def build_record(course: Course, target: str, mode: str, tests: list[TestResult], *, started: str,
                  duration_s: float, exercise_ids: list[str] | None = None,
                  perf: list[dict] | None = None, flags: list[dict] | None = None,
-                 protections: dict | None = None) -> dict[str, Any]:
-    exercises = summarize(course, tests, exercise_ids)
+                 protections: dict | None = None,
+                 whose: dict[str, dict[str, dict[str, str]]] | None = None, both_runs: bool = False) -> dict[str, Any]:
+    exercises = summarize(course, tests, exercise_ids, whose, both_runs)
     return {
         "schema": SCHEMA,
         "course": course.id,

@@ -117,7 +117,7 @@ def analyze(course: Course, exercises: tuple[Exercise, ...], record: dict[str, A
                 solution.append(t)
                 s.solution_total += 1
                 s.solution_passed += not failed
-            elif target == "exercises":
+            elif target in ("exercises", f"stub:{ex.id}"):  # a capstone's stub runs on the reference parts
                 s.stub_total += 1
                 s.stub_failed += failed
                 if not failed:

@@ -166,6 +166,10 @@ class IsolatedTarget:
                 self.ignored.append(f"{rel}: {why}")
                 continue
             code[f"{package}/{rel}"] = Path(file)
+        for module, file in sorted(spec.reference.items()):  # a capstone's run with the reference parts: only
+            code[f"{package}/{module.replace('.', '/')}.py"] = Path(file)  # the modules it uses (infralab.uses)
+        if spec.reference:
+            self.notes.append(tr("uses.reference_note", modules=", ".join(sorted(spec.reference))))
         if spec.kind == "mutant":  # a mutant imports the reference it changes one function of
             for file in sorted((root / "solutions").rglob("*.py")):
                 code[f"solutions/{file.relative_to(root / 'solutions')}"] = file
@@ -175,7 +179,8 @@ class IsolatedTarget:
         from infralab.judge.scan import scan_files
 
         rels = {module: module.replace(".", "/") + ".py" for module in self.spec.overlays}
-        submitted = {rel: Path(self.spec.overlays[m]) for m, rel in rels.items() if f"{self.package}/{rel}" in code}
+        submitted = {rel: Path(self.spec.overlays[m]) for m, rel in rels.items()
+                     if f"{self.package}/{rel}" in code and m not in self.spec.reference}
         triton_files = {m.replace(".", "/") + ".py" for m in triton}
         for kind, detail in scan_files(submitted, triton_files):
             self.flag_log.add(kind, detail, "scan")

@@ -30,6 +30,7 @@ from infralab.nbgrader.gradebook import (
     autograded_notebook, cell_verdicts, ensure_submission, grade_cells, write_scores,
 )
 from infralab.runner import TestRun, run_tests
+from infralab.uses import with_reference_parts
 
 
 class NotebookGradingError(InfralabError):
@@ -123,13 +124,22 @@ def _exercise_notebooks(course: Course, folder: Path) -> dict[Path, Exercise]:
 
 
 def _judge(course: Course, notebooks: dict[Path, Exercise], isolated: bool) -> dict:
-    """Extract the answers into a fresh folder and grade it (visible and hidden tests, seed 0)."""
+    """Extract the answers into a fresh folder and grade it (visible and hidden tests, seed 0). A capstone's
+    parts come from the student's notebooks of the exercises it uses, in their other assignments; it is
+    graded on those and again on the reference parts (infralab.uses)."""
     with tempfile.TemporaryDirectory(prefix="infralab-nb-grade-") as tmp:
         tree = Path(tmp) / "submission"
         for path, ex in notebooks.items():
             write_module(path, tree, ex.module_path)
-        return run_tests(course, TestRun(target=str(tree), exercises=tuple(notebooks.values()),
-                                         hidden=True, isolated=isolated, seed=0, mode="grade"))
+        student = next(iter(notebooks)).parent.parent  # submitted/<student>/<assignment>/<exercise>.ipynb
+        for ex in notebooks.values():
+            for used in map(course.exercise, ex.uses):
+                notebook = student / used.part / f"{used.name}.ipynb"
+                if notebook.is_file() and not (tree / used.module_path).exists():
+                    write_module(notebook, tree, used.module_path)
+        run = TestRun(target=str(tree), exercises=tuple(notebooks.values()), hidden=True, isolated=isolated,
+                      seed=0, mode="grade")
+        return with_reference_parts(course, run, run_tests(course, run), lambda again: run_tests(course, again))
 
 
 def _write_results(course_dir: Path, gb, student: str, folder: Path, notebooks: dict[Path, Exercise],

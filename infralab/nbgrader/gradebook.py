@@ -18,6 +18,7 @@ import nbformat
 from nbformat.v4 import new_output
 
 from infralab.record import function_name, score_tests, total_points
+from infralab.uses import run_label
 
 
 def grade_id(exercise_name: str, visibility: str, test_name: str) -> str:
@@ -38,7 +39,7 @@ def cell_verdicts(exercise_record: dict[str, Any], exercise_name: str,
                   cells: dict[str, float]) -> dict[str, CellVerdict]:
     """``cells``: grade_id -> max points (from the gradebook). Returns a verdict per cell."""
     tests = exercise_record.get("tests", [])
-    scores = score_tests(exercise_record.get("max_points", 0.0), tests)
+    scores = score_tests(exercise_record.get("max_points", 0.0), tests, exercise_record.get("reference_parts_points", 0.0))
     by_cell: dict[str, list[tuple[dict[str, Any], float]]] = {}
     for t, (_, won) in zip(tests, scores):
         by_cell.setdefault(grade_id(exercise_name, t["visibility"], t["name"]), []).append((t, won))
@@ -52,7 +53,7 @@ def cell_verdicts(exercise_record: dict[str, Any], exercise_name: str,
         if not counted:
             verdicts[gid] = CellVerdict(gid, 0.0, max_score, True, "skipped: " + results[0][0].get("message", ""))
             continue
-        failures = [f"{t['name']}: {t['message']}" for t, _ in counted if t["outcome"] != "passed"]
+        failures = [f"{run_label(t)}{t['name']}: {t['message']}" for t, _ in counted if t["outcome"] != "passed"]
         verdicts[gid] = CellVerdict(gid, total_points([won for _, won in counted]), max_score, not failures,
                                     "\n".join(failures))
     return verdicts

@@ -9,6 +9,7 @@ from typing import Any
 
 from infralab.i18n import tr
 from infralab.record import score_tests
+from infralab.uses import run_label
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
@@ -16,7 +17,13 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 def test_points(ex: dict[str, Any]) -> list[tuple[dict, float, float]]:
     """(test, points won, points possible) for each test of an exercise: the record's one score
     (:func:`infralab.record.score_tests`), so the max scores sum exactly to the exercise's points."""
-    return [(t, won, possible) for t, (possible, won) in zip(ex["tests"], score_tests(ex["max_points"], ex["tests"]))]
+    scores = score_tests(ex["max_points"], ex["tests"], ex.get("reference_parts_points", 0.0))
+    return [(t, won, possible) for t, (possible, won) in zip(ex["tests"], scores)]
+
+
+def test_label(ex: dict[str, Any], t: dict[str, Any]) -> str:
+    """``<exercise>: <test>``; a capstone's test names its run: ``<exercise>: [reference parts] <test>``."""
+    return f"{ex['id']}: {run_label(t)}{t['name']}"
 
 
 def results_json(record: dict[str, Any], hidden_visibility: str = "after_published") -> dict[str, Any]:
@@ -27,7 +34,7 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
             if t.get("diagnosis") and t["diagnosis"] not in output:
                 output += "\n" + tr("core.looks_like", diagnosis=t["diagnosis"])
             tests.append({
-                "name": f"{ex['id']}: {t['name']}",
+                "name": test_label(ex, t),
                 "number": f"{ex['part'][4:6].lstrip('0') or '0'}.{ex['name']}.{i}",
                 "score": won,
                 "max_score": possible,
@@ -35,6 +42,11 @@ def results_json(record: dict[str, Any], hidden_visibility: str = "after_publish
                 "output": output[:5000],
                 "visibility": "visible" if t["visibility"] == "visible" else hidden_visibility,
             })
+        for line in ex.get("lines", []):  # a capstone's run that lost its tests: its points, 0 won
+            if not line["total"] and line["max_points"]:
+                tests.append({"name": f"{ex['id']}: [{tr('uses.parts_' + line['parts'])}] grading", "score": 0.0,
+                              "max_score": line["max_points"], "status": "failed", "visibility": "visible",
+                              "output": tr("uses.reference_run_failed", error="-")})
         if not ex["tests"] and ex["status"] == "error":
             tests.append({"name": f"{ex['id']}: grading", "score": 0.0, "max_score": ex["max_points"],
                           "status": "failed", "output": ex["first_failure"], "visibility": "visible"})

@@ -13,6 +13,7 @@ from typing import Any
 from infralab.i18n import language, tr
 from infralab.outputs.gradescope import test_points
 from infralab.outputs.progress import status_text
+from infralab.uses import line_text, run_label
 
 _CSS = """
 body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
@@ -94,6 +95,9 @@ def feedback_html(record: dict[str, Any], folder: Path | None = None) -> str:
         parts.append(f"<tr><td>{escape(ex['id'])}</td><td>{ex['passed']}/{ex['total']}</td>"
                      f"<td>{ex['points']:g}/{ex['max_points']:g}</td>"
                      f"<td class='{_status_class(ex['status'])}'>{escape(status_text(ex['status']))}</td></tr>")
+        for line in ex.get("lines", []):  # a capstone: one score line per run, saying whose parts it ran on
+            parts.append(f"<tr class='line'><td colspan='2'>{escape(line_text(ex['id'], line))}</td>"
+                         f"<td>{line['points']:g}/{line['max_points']:g}</td><td></td></tr>")
     parts.append("</table>")
     for ex in record["exercises"]:
         parts.append(f"<h2>{escape(ex['id'])}</h2>")
@@ -108,7 +112,7 @@ def feedback_html(record: dict[str, Any], folder: Path | None = None) -> str:
             diag = t.get("diagnosis")
             if diag and diag not in t["message"]:
                 message += f"<p class='diag'>{escape(tr('core.looks_like', diagnosis=diag))}</p>"
-            parts.append(f"<tr><td>{escape(t['name'])}{message}</td>"
+            parts.append(f"<tr><td>{escape(run_label(t) + t['name'])}{message}</td>"
                          f"<td>{escape(tr('loop.visibility_' + t['visibility']))}</td>"
                          f"<td>{won:.3g}/{possible:.3g}</td>"
                          f"<td class='{_status_class(t['outcome'])}'>{escape(tr('loop.outcome_' + t['outcome']))}</td></tr>")

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from infralab.uses import run_label
+
 
 def junit_xml(record: dict[str, Any]) -> str:
     suites = ET.Element("testsuites", name=str(record["target"]), tests="0", failures="0")
@@ -14,7 +16,7 @@ def junit_xml(record: dict[str, Any]) -> str:
         suite = ET.SubElement(suites, "testsuite", name=ex["id"], tests=str(len(counted)), failures=str(fails),
                               skipped=str(sum(t["outcome"] == "skipped" for t in counted)))
         for t in counted:
-            case = ET.SubElement(suite, "testcase", classname=ex["id"], name=t["name"],
+            case = ET.SubElement(suite, "testcase", classname=ex["id"], name=run_label(t) + t["name"],
                                  time=f"{t['duration_s']:.3f}")
             if t["outcome"] == "failed":
                 first = (t["message"].splitlines() or ["failed"])[0]
