@@ -1,0 +1,149 @@
+"""Visible tests for part04_serving.engine: `pytest exercises/part04_serving -m engine`.
+
+The reference for every greedy test is each request decoded alone, by a float64 LLaMA written from
+the formulas (it equals part01 ``llama.generate_greedy``). Models are tiny (hidden 64, 2 layers,
+vocabulary 128) and in float64, so that batching, chunking, preemption and the prefix cache cannot
+move a greedy token (a near-tie, logits within 1e-4, ends the comparison of that request)."""
+import itertools
+
+import pytest
+import torch
+
+from infralab.i18n import tr
+from infralab.mistakes.part04_serving.engine import (
+    BATCH_DEPENDENT, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens, diagnose_eos,
+    diagnose_positions, diagnose_preemption, greedy_reference, paged_forward_mistakes, random_prompts,
+    run_paged_steps, tiny_model)
+from infralab.mistakes.part01_transformer.llama import knob_forward
+from infralab.testing import Mismatch, assert_close
+
+MODULE = "part04_serving.engine"
+
+
+def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    seqs = random_prompts(gen, [7, 6, 3])
+    # step 1: two prompts; step 2: a decode of sequence 1, the rest of sequence 0, all of sequence 2
+    steps = [[(0, 4), (1, 5)], [(1, 1), (0, 3), (2, 3)]]
+    rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=2, gen=gen)
+    for s, chunks in enumerate([[4, 3], [5, 1], [3]]):
+        ids = torch.tensor([seqs[s]])
+        assert_close(rows[s], knob_forward(weights, config, ids, chunks)[0], name=f"logits of sequence {s}",
+                     mistakes=paged_forward_mistakes(weights, config, ids, chunks))
+
+
+def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    prompts = random_prompts(gen, [5, 9, 3, 12])
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=64)
+    got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=6))
+    refs = [greedy_reference(weights, config, p, 6) for p in prompts]
+    assert_same_tokens(got, refs, what="batched greedy", diagnosis=diagnose_positions(weights, config, prompts, 6))
+
+
+def test_chunked_prefill_changes_no_token(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    prompts = random_prompts(gen, [11, 4, 7])
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=3)
+    got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=5))
+    assert_same_tokens(got, [greedy_reference(weights, config, p, 5) for p in prompts], what="chunked prefill")
+
+
+def test_preemption_by_recompute_changes_no_token(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    prompts = random_prompts(gen, [6, 5, 7])
+    # 7 blocks of 2 tokens: the three requests (up to 7 + 8 - 1 tokens each) cannot all keep their K/V
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=7, block_size=2, max_num_batched_tokens=16)
+    got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8))
+    stats = engine.stats()
+    assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=7, block_size=2, stats=stats)
+    refs = [greedy_reference(weights, config, p, 8) for p in prompts]
+    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=lambda out: diagnose_preemption(out, refs))
+
+
+def test_prefix_cache_hits_change_nothing_and_are_counted(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    shared = random_prompts(gen, [9])[0]
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64,
+                                     enable_prefix_caching=True)
+    first = engine.generate([shared], impl(MODULE).SamplingParams(max_tokens=4))
+    # the same prompt again: (9 - 1) // 4 = 2 whole blocks; a prompt sharing 6 tokens: 1 block
+    prompts = [shared, shared[:6] + random_prompts(gen, [4])[0]]
+    got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=4))
+    refs = [greedy_reference(weights, config, p, 4) for p in [shared] + prompts]
+    assert_same_tokens(first + got, refs, what="greedy with prefix caching", diagnosis=CHANGED_BY_PREFIX_CACHE)
+    for rid, want in [(0, 0), (1, 8), (2, 4)]:
+        got_cached = engine.metrics(rid)["cached_tokens"]
+        assert got_cached == want, tr("engine.cached_tokens", what=f"request {rid}", got=got_cached, want=want)
+    assert engine.stats()["cached_tokens"] == 12, tr("engine.cached_tokens", what="stats()",
+                                                     got=engine.stats()["cached_tokens"], want=12)
+
+
+def test_eos_ends_a_request_and_is_its_last_token(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    prompts = random_prompts(gen, [4, 6])
+    alone = greedy_reference(weights, config, prompts[0], 8)[0]
+    eos = alone[2]  # request 0 must stop at the first time it produces this token
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=32)
+    got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8, eos_token_id=eos))
+    refs = [greedy_reference(weights, config, p, 8, eos=eos) for p in prompts]
+    assert_same_tokens(got, refs, what=f"greedy with eos_token_id={eos}",
+                       diagnosis=lambda out: diagnose_eos(out[0], refs[0][0]) or diagnose_eos(out[1], refs[1][0]))
+
+
+def test_sampling_is_reproducible_per_request_and_independent_of_the_batch(impl, seed, gen):
+    """False-failure rate < 1e-5: a draw may flip only if its uniform falls within ~1e-7 of a
+    boundary of the cumulative distribution (the batched and the lone logits differ by rounding)."""
+    weights, config = tiny_model(seed)
+    sp = impl(MODULE).SamplingParams
+    prompts = random_prompts(gen, [6, 6, 6])
+    params = [sp(max_tokens=5, temperature=1.0, seed=seed), sp(max_tokens=5, temperature=1.0, top_k=1, seed=7),
+              sp(max_tokens=5, temperature=0.8, seed=seed + 1)]
+
+    def run(ps, ids):
+        engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=8)
+        return engine.generate([prompts[i] for i in ids], [ps[i] for i in ids])
+
+    batch = run(params, [0, 1, 2])
+    again = run(params, [0, 1, 2])
+    assert batch == again, tr("engine.not_reproducible", first=batch, second=again)
+    # request 2 waits for budget in the batch; alone it starts at once: the same tokens all the same
+    assert_same_tokens([batch[2]], [(run(params, [2])[0], [1.0] * 5)], what="request 2 in a batch vs alone",
+                       diagnosis=BATCH_DEPENDENT)
+    # top_k=1 is greedy whatever the temperature: request 1 keeps its own parameters in the batch
+    assert_same_tokens([batch[1]], [greedy_reference(weights, config, prompts[1], 5)],
+                       what="request 1 (top_k=1) in a tempered batch", diagnosis=PARAMS_IGNORED)
+
+
+def test_metrics_count_steps_and_clock_seconds(impl, seed, gen):
+    weights, config = tiny_model(seed)
+    prompts = random_prompts(gen, [4, 4, 4])
+    ticks = itertools.count(0.0, 1.0)  # every clock() reading is the next whole second
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=8,
+                                     clock=lambda: next(ticks))
+    sp = impl(MODULE).SamplingParams
+    engine.add_request(prompts[0], sp(max_tokens=3))   # arrives at t=0, step 0
+    engine.add_request(prompts[1], sp(max_tokens=2))   # t=1
+    engine.add_request(prompts[2], sp(max_tokens=1))   # t=2; no budget left in step 0 (4 + 4 tokens)
+    finished = [engine.step() for _ in range(3)]       # steps end at t=3, 4, 5
+    assert finished == [[], [1, 2], [0]], tr("engine.finished_ids", step="0-2", got=finished, want=[[], [1, 2], [0]])
+    want = {0: {"ttft_steps": 1, "tpot_steps": 1.0, "ttft_s": 3.0, "tpot_s": 1.0, "tokens_per_s": 3 / 5},
+            1: {"ttft_steps": 1, "tpot_steps": 1.0, "ttft_s": 2.0, "tpot_s": 1.0, "tokens_per_s": 2 / 3},
+            2: {"ttft_steps": 2, "tpot_steps": None, "ttft_s": 2.0, "tpot_s": None, "tokens_per_s": 1 / 2}}
+    for rid, figures in want.items():
+        m = engine.metrics(rid)
+        for key, value in figures.items():
+            ok = m[key] is None if value is None else m[key] == pytest.approx(value)
+            assert ok, tr("engine.metric", rid=rid, key=key, got=m[key], want=value)
+    stats = engine.stats()
+    want_stats = {"steps": 3, "computed_tokens": 12 + 3, "cached_tokens": 0, "generated_tokens": 6, "preemptions": 0}
+    assert stats == want_stats, tr("loop.not_equal", name="stats()", expected=want_stats, got=stats)
+
+
+def test_a_request_that_cannot_be_served_is_refused(impl, seed):
+    weights, config = tiny_model(seed)
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=4, block_size=2, max_num_batched_tokens=8)
+    for what, prompt in [("[]", []), ("an id >= vocab_size", [1, 128]), ("9 tokens + 8 new > 4 blocks of 2", [1] * 9)]:
+        with pytest.raises(ValueError):
+            engine.add_request(prompt, impl(MODULE).SamplingParams(max_tokens=8))
+            raise Mismatch(tr("engine.bad_request", what=what))
