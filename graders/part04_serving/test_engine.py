@@ -19,9 +19,9 @@ import torch
 from infralab.i18n import tr
 from infralab.mistakes.part01_transformer.llama import knob_forward
 from infralab.mistakes.part04_serving.engine import (
-    CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens, diagnose_eos, diagnose_positions,
-    diagnose_preemption, greedy_reference, paged_forward_mistakes, random_prompts, reference_logits,
-    run_paged_steps, tiny_model)
+    CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens, diagnose_eos,
+    diagnose_positions, diagnose_with_control, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
+    random_prompts, reference_logits, run_paged_steps, tiny_model)
 from infralab.testing import Mismatch, assert_close
 
 MODULE = "part04_serving.engine"
@@ -72,6 +72,11 @@ def workload(gen, prefix: bool):
     return prompts
 
 
+def run_in_two_waves(impl, engine, prompts, max_tokens):
+    sp = impl(MODULE).SamplingParams(max_tokens=max_tokens)
+    return engine.generate(prompts[:3], sp) + engine.generate(prompts[3:], sp)
+
+
 @pytest.mark.weight(3)
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scenario):
@@ -81,13 +86,14 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scena
     max_tokens = 6
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
                                      max_num_batched_tokens=budget, enable_prefix_caching=prefix)
-    got = engine.generate(prompts[:3], impl(MODULE).SamplingParams(max_tokens=max_tokens))
-    got += engine.generate(prompts[3:], impl(MODULE).SamplingParams(max_tokens=max_tokens))  # a warm cache
+    got = run_in_two_waves(impl, engine, prompts, max_tokens)  # the second wave meets a warm prefix cache
     refs = [greedy_reference(weights, config, p, max_tokens) for p in prompts]
-    diagnosis = {"roomy": diagnose_positions(weights, config, prompts, max_tokens),
-                 "preempting": lambda out: diagnose_preemption(out, refs),
-                 "prefix_cache": CHANGED_BY_PREFIX_CACHE}.get(scenario)
-    assert_same_tokens(got, refs, what=f"greedy ({scenario})", diagnosis=diagnosis)
+    positions = diagnose_positions(weights, config, prompts, max_tokens)
+    specific = {"roomy": positions, "chunked": CHANGED_BY_CHUNKING, "preempting": preemption_diagnosis(refs),
+                "prefix_cache": CHANGED_BY_PREFIX_CACHE, "prefix_cache_preempting": preemption_diagnosis(refs)}
+    control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64)
+    assert_same_tokens(got, refs, what=f"greedy ({scenario})", diagnosis=diagnose_with_control(
+        refs, lambda: run_in_two_waves(impl, control, prompts, max_tokens), specific[scenario], positions))
     stats = engine.stats()  # whether this workload preempted depends on the seed: counted, not required
     per_request = sum(engine.metrics(r)["preemptions"] for r in range(len(prompts)))
     assert per_request == stats["preemptions"], tr("engine.preemptions_counted", got=stats["preemptions"],
@@ -105,7 +111,11 @@ def test_preemption_keeps_every_generated_token(impl, seed, gen):
     stats = engine.stats()
     assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=6, block_size=3, stats=stats)
     refs = [greedy_reference(weights, config, p, 8) for p in prompts]
-    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=lambda out: diagnose_preemption(out, refs))
+    control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=3, max_num_batched_tokens=64)
+    sp = impl(MODULE).SamplingParams(max_tokens=8)
+    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=diagnose_with_control(
+        refs, lambda: control.generate(prompts, sp), preemption_diagnosis(refs),
+        diagnose_positions(weights, config, prompts, 8)))
 
 
 @pytest.mark.weight(2)

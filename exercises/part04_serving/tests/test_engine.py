@@ -11,9 +11,9 @@ import torch
 
 from infralab.i18n import tr
 from infralab.mistakes.part04_serving.engine import (
-    BATCH_DEPENDENT, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens, diagnose_eos,
-    diagnose_positions, diagnose_preemption, greedy_reference, paged_forward_mistakes, random_prompts,
-    run_paged_steps, tiny_model)
+    BATCH_DEPENDENT, CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens,
+    diagnose_eos, diagnose_positions, diagnose_with_control, greedy_reference, paged_forward_mistakes,
+    preemption_diagnosis, random_prompts, run_paged_steps, tiny_model)
 from infralab.mistakes.part01_transformer.llama import knob_forward
 from infralab.testing import Mismatch, assert_close
 
@@ -32,6 +32,14 @@ def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl,
                      mistakes=paged_forward_mistakes(weights, config, ids, chunks))
 
 
+def roomy(impl, weights, config, *prompt_lists, max_tokens):
+    """The prompt lists generated in turn by an engine with room for everything: no preemption, each
+    prompt prefilled in one chunk, no prefix cache (the control of the tests' diagnoses)."""
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64)
+    return [out for prompts in prompt_lists
+            for out in engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=max_tokens))]
+
+
 def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen):
     weights, config = tiny_model(seed)
     prompts = random_prompts(gen, [5, 9, 3, 12])
@@ -46,7 +54,10 @@ def test_chunked_prefill_changes_no_token(impl, seed, gen):
     prompts = random_prompts(gen, [11, 4, 7])
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=3)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=5))
-    assert_same_tokens(got, [greedy_reference(weights, config, p, 5) for p in prompts], what="chunked prefill")
+    refs = [greedy_reference(weights, config, p, 5) for p in prompts]
+    assert_same_tokens(got, refs, what="chunked prefill", diagnosis=diagnose_with_control(
+        refs, lambda: roomy(impl, weights, config, prompts, max_tokens=5), CHANGED_BY_CHUNKING,
+        diagnose_positions(weights, config, prompts, 5)))
 
 
 def test_preemption_by_recompute_changes_no_token(impl, seed, gen):
@@ -58,7 +69,9 @@ def test_preemption_by_recompute_changes_no_token(impl, seed, gen):
     stats = engine.stats()
     assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=7, block_size=2, stats=stats)
     refs = [greedy_reference(weights, config, p, 8) for p in prompts]
-    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=lambda out: diagnose_preemption(out, refs))
+    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=diagnose_with_control(
+        refs, lambda: roomy(impl, weights, config, prompts, max_tokens=8), preemption_diagnosis(refs),
+        diagnose_positions(weights, config, prompts, 8)))
 
 
 def test_prefix_cache_hits_change_nothing_and_are_counted(impl, seed, gen):
@@ -71,7 +84,9 @@ def test_prefix_cache_hits_change_nothing_and_are_counted(impl, seed, gen):
     prompts = [shared, shared[:6] + random_prompts(gen, [4])[0]]
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=4))
     refs = [greedy_reference(weights, config, p, 4) for p in [shared] + prompts]
-    assert_same_tokens(first + got, refs, what="greedy with prefix caching", diagnosis=CHANGED_BY_PREFIX_CACHE)
+    assert_same_tokens(first + got, refs, what="greedy with prefix caching", diagnosis=diagnose_with_control(
+        refs, lambda: roomy(impl, weights, config, [shared], prompts, max_tokens=4), CHANGED_BY_PREFIX_CACHE,
+        diagnose_positions(weights, config, [shared] + prompts, 4)))
     for rid, want in [(0, 0), (1, 8), (2, 4)]:
         got_cached = engine.metrics(rid)["cached_tokens"]
         assert got_cached == want, tr("engine.cached_tokens", what=f"request {rid}", got=got_cached, want=want)
@@ -105,14 +120,15 @@ def test_sampling_is_reproducible_per_request_and_independent_of_the_batch(impl,
         return engine.generate([prompts[i] for i in ids], [ps[i] for i in ids])
 
     batch = run(params, [0, 1, 2])
+    # top_k=1 is greedy whatever the temperature: request 1 keeps its own parameters in the batch
+    refs = [greedy_reference(weights, config, prompts[1], 5)]
+    assert_same_tokens([batch[1]], refs, what="request 1 (top_k=1) in a tempered batch", diagnosis=diagnose_with_control(
+        refs, lambda: roomy(impl, weights, config, [prompts[1]], max_tokens=5), PARAMS_IGNORED))
     again = run(params, [0, 1, 2])
     assert batch == again, tr("engine.not_reproducible", first=batch, second=again)
     # request 2 waits for budget in the batch; alone it starts at once: the same tokens all the same
     assert_same_tokens([batch[2]], [(run(params, [2])[0], [1.0] * 5)], what="request 2 in a batch vs alone",
                        diagnosis=BATCH_DEPENDENT)
-    # top_k=1 is greedy whatever the temperature: request 1 keeps its own parameters in the batch
-    assert_same_tokens([batch[1]], [greedy_reference(weights, config, prompts[1], 5)],
-                       what="request 1 (top_k=1) in a tempered batch", diagnosis=PARAMS_IGNORED)
 
 
 def test_metrics_count_steps_and_clock_seconds(impl, seed, gen):

@@ -19,10 +19,14 @@ from infralab.tiny_llama import random_llama_weights, tiny_llama_config
 
 TIE = 1e-4  # logits closer than this are a tie: fp32 attention inside the engine may flip them
 
-POSITIONS_RESTART = ("positions restart at 0 in every chunk (a token's position is its place in its own "
-                     "sequence: start + i for a chunk from start, the sequence length for a decode)",
-                     "每个块的位置都从 0 重新开始（token 的位置是它在自己序列中的位置：从 start 开始的块是 "
-                     "start + i，解码 token 是序列当前长度）")
+POSITIONS_RESTART = ("positions restart at 0 in every chunk: a decode token gets position 0, its K/V goes to "
+                     "slot 0 and it attends to itself only (a token's position is its place in its own sequence: "
+                     "start + i for a chunk from start)",
+                     "每个块的位置都从 0 重新开始：解码 token 的位置成了 0，K/V 写进了 0 号槽位，只注意到它自己"
+                     "（token 的位置是它在自己序列中的位置：从 start 开始的块是 start + i）")
+ROPE_POSITIONS_RESTART = ("RoPE positions restart at 0 in every chunk (rotate each token by its position in its "
+                          "own sequence)",
+                          "每个块的 RoPE 位置都从 0 重新开始（每个 token 应按它在自己序列中的位置旋转）")
 TOP_LEFT_MASK = ("a chunk's causal mask is aligned top-left (each token must see the cached tokens before "
                  "the chunk too: context_len = position + 1)",
                  "块的因果遮罩左上对齐（每个 token 还要看到块之前已缓存的 token：context_len = 位置 + 1）")
@@ -32,6 +36,10 @@ DROPPED_ON_PREEMPTION = ("the tokens generated before a preemption were dropped 
 CHANGED_BY_PREEMPTION = ("the output changes when sequences are preempted: a preempted sequence must be "
                          "recomputed from all its tokens (blocks freed, its tokens kept) and end the same",
                          "发生抢占后输出变了：被抢占的序列要用它的全部 token 重算（块已释放，token 保留），结果必须不变")
+CHANGED_BY_CHUNKING = ("the output changes when a prompt is prefilled in chunks: a chunk from start has positions "
+                       "start, start + 1, ... and attends to the K/V cached before it",
+                       "prompt 分块预填充后输出变了：从 start 开始的块位置为 start, start + 1, ...，"
+                       "并且要注意到它之前已缓存的 K/V")
 CHANGED_BY_PREFIX_CACHE = ("the output changes with prefix caching on: a cached block must hold exactly the "
                            "K/V of the query's prefix, and the tokens after the hit are computed at their own "
                            "positions",
@@ -106,25 +114,46 @@ def assert_same_tokens(got: Any, refs: list[tuple[list[int], list[float]]], *, w
             raise Mismatch(tr("engine.tokens_differ", what=what, rid=rid, at=at, got=out, want=want), label)
 
 
-def diagnose_preemption(got: list[list[int]], refs) -> Label:
-    """Dropped output before a preemption shows as a proper suffix of the right tokens."""
+def dropped_before_preemption(got: list[list[int]], refs) -> Label | None:
+    """Output dropped at a preemption shows as a proper suffix of the right tokens."""
     for out, (want, _) in zip(got, refs):
         if 0 < len(out) < len(want) and list(out) == want[len(want) - len(out):]:
             return DROPPED_ON_PREEMPTION
-    return CHANGED_BY_PREEMPTION
+    return None
+
+
+def preemption_diagnosis(refs) -> Callable[[list], Label]:
+    return lambda got: dropped_before_preemption(got, refs) or CHANGED_BY_PREEMPTION
+
+
+def diagnose_with_control(refs, control: Callable[[], list], specific: Label | Callable[[list], Label | None],
+                          fallback: Callable[[list], Label | None] | None = None) -> Callable[[list], Label | None]:
+    """A diagnosis function for a feature under test (preemption, the prefix cache): when the same
+    implementation without the feature (``control()``, run only on a failure) gets the right tokens,
+    the feature is at fault (``specific``); otherwise the mistake is elsewhere (``fallback`` of the
+    control's outputs, if given)."""
+    def diagnose(got: list) -> Label | None:
+        try:
+            plain = control()
+        except Exception:  # a control that cannot run names nothing
+            return None
+        if all(first_difference(list(o), w, g) is None for o, (w, g) in zip(plain, refs)):
+            return specific(got) if callable(specific) else specific
+        return fallback(plain) if fallback else None
+    return diagnose
 
 
 def diagnose_positions(weights, config, prompts: list[list[int]], max_tokens: int):
-    """A diagnosis function for :func:`assert_same_tokens`: positions restarting at 0 in every chunk,
-    for an engine that prefilled each prompt in one chunk and then decoded one token per step."""
+    """A diagnosis function for :func:`assert_same_tokens`: positions counted from 0 in every chunk,
+    for an engine that prefilled each prompt in one chunk (so its first token is right) and then
+    decoded one token per step: each decode token sits at position 0, its K/V lands in slot 0 and it
+    attends to itself only, so every later token is the greedy successor of the token before alone."""
     def diagnose(got: list) -> Label | None:
         for prompt, out in zip(prompts, got):
-            tokens = list(prompt)
-            for _ in range(max_tokens):
-                chunks = [len(prompt)] + [1] * (len(tokens) - len(prompt))
-                ids = torch.tensor([tokens])
-                tokens.append(int(knob_forward(weights, config, ids, chunks, offset=False)[0, -1].argmax()))
-            if tokens[len(prompt):] != list(out):
+            tokens = [int(reference_logits(weights, config, prompt).argmax())]
+            while len(tokens) < max_tokens:
+                tokens.append(int(reference_logits(weights, config, tokens[-1:]).argmax()))
+            if tokens != list(out):
                 return None
         return POSITIONS_RESTART
     return diagnose
@@ -140,7 +169,7 @@ def diagnose_eos(got: list[int], want: list[int]) -> Label | None:
 
 def paged_forward_mistakes(weights, config, ids: torch.Tensor, chunks: list[int]) -> dict:
     """Known mistakes of paged_forward as logits of one sequence fed in ``chunks``."""
-    return {POSITIONS_RESTART: lambda: knob_forward(weights, config, ids, chunks, offset=False)[0],
+    return {ROPE_POSITIONS_RESTART: lambda: knob_forward(weights, config, ids, chunks, offset=False)[0],
             TOP_LEFT_MASK: lambda: knob_forward(weights, config, ids, chunks, top_left=True)[0]}
 
 
