@@ -68,7 +68,7 @@ def workload(gen, prefix: bool):
     if prefix:
         for i in range(2, 6):
             donor = prompts[int(torch.randint(0, i, (1,), generator=gen))]
-            prompts[i] = donor[:int(torch.randint(1, len(donor) + 1, (1,), generator=gen))] + prompts[i][:3]
+            prompts[i] = (donor[:int(torch.randint(1, len(donor) + 1, (1,), generator=gen))] + prompts[i][:3])[:10]
     return prompts
 
 
