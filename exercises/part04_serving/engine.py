@@ -18,8 +18,9 @@ Who does what (vLLM v1's split between the scheduler, the KV-cache manager and t
   ``prefix_cache.PrefixCache(num_blocks, block_size)``. It has the scheduler's ``num_blocks``;
   its table for a sequence covers exactly the tokens whose K/V is computed, as the scheduler's
   does, so it never runs out when the scheduler said yes;
-- the engine owns the K/V: one pair of pools per layer, ``(num_blocks, block_size, Hkv, Dh)``
-  zeros of the weights' dtype and device (``k_pools``, ``v_pools``), written through **slots**:
+- the engine owns the K/V: ``k_cache`` and ``v_cache``, ``(num_layers, num_blocks, block_size,
+  Hkv, Dh)`` zeros of the weights' dtype and device (``k_cache[l]`` is layer l's pool, as
+  ``paged_kv`` and ``paged_attention`` lay it out), written through **slots**:
   ``slot(pos) = table[pos // block_size] * block_size + pos % block_size``;
 - :func:`paged_forward` runs the model on every scheduled token of every sequence in **one**
   batch; attention through ``paged_attention.paged_decode_attention``.
@@ -32,7 +33,7 @@ the engine's greedy tokens against one-request-at-a-time ``generate_greedy``.
 中文说明：
 这是推理路线的综合项目（P1，迷你 vLLM）：用你自己写的 scheduler（决定每步算哪些序列、各算几个
 token）、块管理器（paged_kv 或 prefix_cache：分配物理块、维护块表）、paged_attention（通过块表读
-K/V）和 sampling（采样）拼出一个连续批处理推理引擎。每层的 K/V 池由引擎持有，按槽位
+K/V）和 sampling（采样）拼出一个连续批处理推理引擎。各层的 K/V 缓存由引擎持有，按槽位
 slot = 块表[pos // block_size] * block_size + pos % block_size 写入。一步之内所有序列的所有 token
 （prefill 的块和 decode 的单个 token）拼成一个批，一次前向算完。必须用相对导入引用其他练习。
 """
@@ -75,7 +76,7 @@ class SamplingParams:
 
 
 def paged_forward(weights: dict[str, torch.Tensor], config: dict[str, Any],
-                  k_pools: list[torch.Tensor], v_pools: list[torch.Tensor], input_ids: torch.Tensor,
+                  k_cache: torch.Tensor, v_cache: torch.Tensor, input_ids: torch.Tensor,
                   positions: torch.Tensor, slots: torch.Tensor, block_tables: torch.Tensor) -> torch.Tensor:
     """One forward over N tokens of many sequences (prefill chunks and decode tokens mixed).
 
@@ -84,12 +85,13 @@ def paged_forward(weights: dict[str, torch.Tensor], config: dict[str, Any],
             Qwen-style weights are handled by their presence: ``...self_attn.{q,k,v}_proj.bias``
             (Qwen2) is added after the projection; ``...self_attn.q_norm.weight`` /
             ``k_norm.weight`` (Qwen3) is an RMSNorm over each head of q / k before RoPE.
-        k_pools, v_pools: one ``(num_blocks, block_size, Hkv, Dh)`` pool per layer; written here.
+        k_cache, v_cache: ``(num_layers, num_blocks, block_size, Hkv, Dh)``, layer l's pool at
+            ``[l]``; written here, in place (the only inputs that change).
         input_ids: ``(N,)`` int64, the tokens of the step, sequence after sequence.
         positions: ``(N,)`` int64, each token's position **in its own sequence** (a chunk of
             sequence s from ``start`` has positions ``start, start + 1, ...``).
-        slots: ``(N,)`` int64, where each token's K/V goes: pool row ``slots[i]`` of
-            ``pool.view(-1, Hkv, Dh)``.
+        slots: ``(N,)`` int64, where each token's K/V goes: row ``slots[i]`` of
+            ``k_cache[l].view(-1, Hkv, Dh)`` (and ``v_cache[l]``) for every layer l.
         block_tables: ``(N, max_blocks)`` int32, row i = the block table of token i's sequence,
             padded with -1.
 
@@ -99,8 +101,8 @@ def paged_forward(weights: dict[str, torch.Tensor], config: dict[str, Any],
 
     Per layer: RMSNorm, q/k/v projections, RoPE at ``positions`` (per token), then **write this
     layer's k and v at ``slots`` first**, then attention: every token is one query row of
-    ``paged_attention.paged_decode_attention(q (N, Hq, Dh), k_pool, v_pool, block_tables,
-    positions + 1)``: token i sees positions ``0..positions[i]`` of its own sequence, which is the
+    ``paged_attention.paged_decode_attention(q (N, Hq, Dh), k_cache[l], v_cache[l],
+    block_tables, positions + 1)``: token i sees positions ``0..positions[i]`` of its own sequence, which is the
     causal mask, for a prefill chunk too (its own earlier tokens were just written). Then
     ``o_proj``, the residual, RMSNorm, SwiGLU; at the end the final norm and the LM head
     (``embed_tokens`` when ``tie_word_embeddings``).
@@ -116,9 +118,10 @@ class LLMEngine:
     """Continuous batching over a paged KV cache (vLLM's ``LLMEngine``, offline use).
 
     ``LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64,
-    enable_prefix_caching=False, clock=time.perf_counter)``: the pools live on the device and in
+    enable_prefix_caching=False, clock=time.perf_counter)``: the caches live on the device and in
     the dtype of ``weights["model.embed_tokens.weight"]``; ``clock()`` gives the seconds of the
-    latency metrics (tests pass a fake clock).
+    latency metrics; ``clock`` may also be a list of readings, returned one per reading in order
+    (the tests' fake clock: a function cannot cross into the grader's sandbox).
 
     Errors: ``ValueError`` from ``add_request`` for an empty prompt, an id outside
     ``[0, vocab_size)``, ``max_tokens < 1``, or a request that can never fit the pool (the
@@ -130,10 +133,11 @@ class LLMEngine:
 
     def __init__(self, weights: dict[str, torch.Tensor], config: dict[str, Any], num_blocks: int = 64,
                  block_size: int = 4, max_num_batched_tokens: int = 64, enable_prefix_caching: bool = False,
-                 clock: Callable[[], float] = time.perf_counter):
-        """Build the scheduler, the block manager and the per-layer pools (see the module docstring).
+                 clock: Callable[[], float] | list[float] = time.perf_counter):
+        """Build the scheduler, the block manager and the K/V caches (see the module docstring).
 
-        中文：按模块说明创建调度器、块管理器（是否启用前缀缓存）和每层的 K/V 池。
+        中文：按模块说明创建调度器、块管理器（是否启用前缀缓存）和各层的 K/V 缓存；clock 也可以是一个
+        读数列表（测试用的假时钟），每读一次按顺序返回下一个。
         """
         raise NotImplementedError("LLMEngine.__init__")
 

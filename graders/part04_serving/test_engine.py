@@ -11,8 +11,6 @@ build the model with infralab.tiny_llama's Qwen options and compare greedy token
 transformers' Qwen2ForCausalLM / Qwen3ForCausalLM; paged_forward handles those weights by their
 presence (the stub says how), the float64 reference here does not know them yet.
 """
-import itertools
-
 import pytest
 import torch
 
@@ -142,11 +140,10 @@ def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
     prompts = random_prompts(gen, [5, 3, 6])
     sp = impl(MODULE).SamplingParams
     alone = [greedy_reference(weights, config, p, 6)[0] for p in prompts]
-    params = [sp(max_tokens=6, eos_token_id=alone[0][1]), sp(max_tokens=6, eos_token_id=alone[1][4]),
-              sp(max_tokens=1)]
+    limits = [(6, alone[0][1]), (6, alone[1][4]), (1, None)]  # (max_tokens, eos_token_id)
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=32)
-    got = engine.generate(prompts, params)
-    refs = [greedy_reference(weights, config, p, q.max_tokens, eos=q.eos_token_id) for p, q in zip(prompts, params)]
+    got = engine.generate(prompts, [sp(max_tokens=m, eos_token_id=e) for m, e in limits])
+    refs = [greedy_reference(weights, config, p, m, eos=e) for p, (m, e) in zip(prompts, limits)]
 
     def diagnose(out):
         return next((d for d in (diagnose_eos(o, r[0]) for o, r in zip(out[:2], refs)) if d), None)
@@ -185,20 +182,21 @@ def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed,
     weights, config = tiny_model(seed)
     sp = impl(MODULE).SamplingParams
     prompts = random_prompts(gen, [5, 7, 4, 6])
-    params = [sp(max_tokens=4, temperature=1.3, seed=seed % 1000), sp(max_tokens=4, temperature=0.7, top_k=5, seed=3),
-              sp(max_tokens=4, temperature=1.0, seed=11), sp(max_tokens=4, temperature=2.0, top_k=20, seed=5)]
+    params = [dict(temperature=1.3, seed=seed % 1000, top_k=0), dict(temperature=0.7, top_k=5, seed=3),
+              dict(temperature=1.0, seed=11, top_k=0), dict(temperature=2.0, top_k=20, seed=5)]
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=9)
-    got = engine.generate(prompts, params)
+    got = engine.generate(prompts, [sp(max_tokens=4, **p) for p in params])
+    first = params[0]
     for rid, (prompt, out, p) in enumerate(zip(prompts, got, params)):
         tokens, want, as_first = list(prompt), [], []
-        for i in range(len(out)):
+        for i in range(min(len(out), 4)):
             logits = reference_logits(weights, config, tokens)
-            want.append(reference_draw(logits, p.seed + i, p.temperature, p.top_k))
-            as_first.append(reference_draw(logits, params[0].seed + i, params[0].temperature, params[0].top_k))
+            want.append(reference_draw(logits, p["seed"] + i, p["temperature"], p["top_k"]))
+            as_first.append(reference_draw(logits, first["seed"] + i, first["temperature"], first["top_k"]))
             tokens.append(out[i])  # follow the answer's own prefix: one flip does not cascade
-        if list(out) != want or len(out) != p.max_tokens:
+        if list(out) != want or len(out) != 4:
             diagnosis = PARAMS_IGNORED if rid and list(out) == as_first else None
-            raise Mismatch(tr("engine.sampled_differs", rid=rid, seed=p.seed, got=out, want=want), diagnosis)
+            raise Mismatch(tr("engine.sampled_differs", rid=rid, seed=p["seed"], got=out, want=want), diagnosis)
 
 
 # ---------------------------------------------------------------- metrics and counts
@@ -206,9 +204,9 @@ def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed,
 @pytest.mark.weight(2)
 def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
     weights, config = tiny_model(seed)
-    ticks = itertools.count(10.0, 0.5)
+    ticks = [10.0 + 0.5 * i for i in range(40)]  # a fake clock: readings in order
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=2, max_num_batched_tokens=5,
-                                     clock=lambda: next(ticks))
+                                     clock=ticks)
     sp = impl(MODULE).SamplingParams
     prompts = random_prompts(gen, [3, 6, 2])
     engine.add_request(prompts[0], sp(max_tokens=4))  # t=10.0

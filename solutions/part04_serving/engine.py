@@ -48,9 +48,9 @@ def _project(w: dict[str, torch.Tensor], name: str, h: torch.Tensor) -> torch.Te
 
 
 def paged_forward(weights: dict[str, torch.Tensor], config: dict[str, Any],
-                  k_pools: list[torch.Tensor], v_pools: list[torch.Tensor], input_ids: torch.Tensor,
+                  k_cache: torch.Tensor, v_cache: torch.Tensor, input_ids: torch.Tensor,
                   positions: torch.Tensor, slots: torch.Tensor, block_tables: torch.Tensor) -> torch.Tensor:
-    """Logits (N, V) float32 of N tokens of many sequences; their K/V written into the pools."""
+    """Logits (N, V) float32 of N tokens of many sequences; their K/V written into the caches."""
     n = input_ids.shape[0]
     hq, hkv, eps = config["num_attention_heads"], config["num_key_value_heads"], config["rms_norm_eps"]
     dh = config.get("head_dim") or config["hidden_size"] // hq
@@ -66,9 +66,9 @@ def paged_forward(weights: dict[str, torch.Tensor], config: dict[str, Any],
         if "self_attn.q_norm.weight" in w:  # Qwen3: RMSNorm over each head before RoPE
             q, k = _rms_norm(q, w["self_attn.q_norm.weight"], eps), _rms_norm(k, w["self_attn.k_norm.weight"], eps)
         q, k = _rope(q, positions, config["rope_theta"]), _rope(k, positions, config["rope_theta"])
-        k_pools[i].view(-1, hkv, dh)[slots] = k.to(k_pools[i].dtype)  # write first: a chunk attends to itself
-        v_pools[i].view(-1, hkv, dh)[slots] = v.to(v_pools[i].dtype)
-        o = paged_attention.paged_decode_attention(q, k_pools[i], v_pools[i], block_tables, context_lens)
+        k_cache[i].view(-1, hkv, dh)[slots] = k.to(k_cache.dtype)  # write first: a chunk attends to itself
+        v_cache[i].view(-1, hkv, dh)[slots] = v.to(v_cache.dtype)
+        o = paged_attention.paged_decode_attention(q, k_cache[i], v_cache[i], block_tables, context_lens)
         x = x + o.reshape(n, hq * dh).to(x.dtype) @ w["self_attn.o_proj.weight"].T
         h = _rms_norm(x, w["post_attention_layernorm.weight"], eps)
         x = x + (F.silu(h @ w["mlp.gate_proj.weight"].T) * (h @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
@@ -98,16 +98,19 @@ class LLMEngine:
 
     def __init__(self, weights: dict[str, torch.Tensor], config: dict[str, Any], num_blocks: int = 64,
                  block_size: int = 4, max_num_batched_tokens: int = 64, enable_prefix_caching: bool = False,
-                 clock: Callable[[], float] = time.perf_counter):
-        self.weights, self.config, self.clock = weights, config, clock
+                 clock: Callable[[], float] | list[float] = time.perf_counter):
+        self.weights, self.config = weights, config
+        if not callable(clock):  # a list of readings, returned in order (a fake clock for tests)
+            readings = iter([float(t) for t in clock])
+            clock = lambda: next(readings)  # noqa: E731
+        self.clock = clock
         self.block_size = block_size
         embed = weights["model.embed_tokens.weight"]
         hkv = config["num_key_value_heads"]
         dh = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-        shape = (num_blocks, block_size, hkv, dh)
-        self.k_pools = [torch.zeros(shape, dtype=embed.dtype, device=embed.device)
-                        for _ in range(config["num_hidden_layers"])]
-        self.v_pools = [torch.zeros_like(k) for k in self.k_pools]
+        shape = (config["num_hidden_layers"], num_blocks, block_size, hkv, dh)
+        self.k_cache = torch.zeros(shape, dtype=embed.dtype, device=embed.device)
+        self.v_cache = torch.zeros_like(self.k_cache)
         self.scheduler = scheduler.Scheduler(num_blocks, block_size, max_num_batched_tokens)
         self.prefix_caching = enable_prefix_caching
         self.blocks = prefix_cache.PrefixCache(num_blocks, block_size) if enable_prefix_caching \
@@ -213,10 +216,10 @@ class LLMEngine:
         samplers = [rid for rid, start, n in plan["scheduled"] if start + n == self.scheduler.num_tokens(rid)]
         new_tokens = {}
         if ids:
-            device = self.k_pools[0].device
+            device = self.k_cache.device
             width = max(len(t) for t in tables)
             table = torch.tensor([t + [-1] * (width - len(t)) for t in tables], dtype=torch.int32, device=device)
-            logits = paged_forward(self.weights, self.config, self.k_pools, self.v_pools,
+            logits = paged_forward(self.weights, self.config, self.k_cache, self.v_cache,
                                    torch.tensor(ids, device=device), torch.cat(positions).to(device),
                                    torch.cat(slots).to(device), table)
             self.totals["computed_tokens"] += len(ids)

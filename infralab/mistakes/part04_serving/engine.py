@@ -184,9 +184,8 @@ def run_paged_steps(paged_forward, weights, config, seqs: list[list[int]], steps
     perm = torch.randperm(sum(need) + 2, generator=gen).tolist()
     tables = [perm[sum(need[:i]):sum(need[:i + 1])] for i in range(len(seqs))]
     dtype = weights["model.embed_tokens.weight"].dtype
-    shape = (len(perm), block_size, hkv, dh)
-    k_pools = [torch.full(shape, float("nan"), dtype=dtype) for _ in range(config["num_hidden_layers"])]
-    v_pools = [torch.full(shape, float("nan"), dtype=dtype) for _ in range(config["num_hidden_layers"])]
+    shape = (config["num_hidden_layers"], len(perm), block_size, hkv, dh)
+    k_cache, v_cache = torch.full(shape, float("nan"), dtype=dtype), torch.full(shape, float("nan"), dtype=dtype)
     done = [0] * len(seqs)
     rows: list[list[torch.Tensor]] = [[] for _ in seqs]
     width = max(need)
@@ -200,7 +199,7 @@ def run_paged_steps(paged_forward, weights, config, seqs: list[list[int]], steps
                 table.append(tables[s] + [-1] * (width - len(tables[s])))
                 owner.append(s)
             done[s] += n
-        logits = paged_forward(weights, config, k_pools, v_pools, torch.tensor(ids), torch.tensor(pos),
+        logits = paged_forward(weights, config, k_cache, v_cache, torch.tensor(ids), torch.tensor(pos),
                                torch.tensor(slots), torch.tensor(table, dtype=torch.int32))
         for i, s in enumerate(owner):
             rows[s].append(logits[i])
