@@ -180,12 +180,19 @@ class LLMEngine:
         return r.params.seed + len(r.output)  # the i-th token of a request: seed + i, whatever the batch
 
     def _sample(self, rids: list[int], logits: torch.Tensor) -> list[int]:
-        """One token per request, each with its own params and seed."""
-        out = []
-        for rid, row in zip(rids, logits):
-            r = self.requests[rid]
-            p = r.params
-            out.append(int(sampling.sample(row[None], self._seed(r), p.temperature, p.top_k, p.top_p, p.min_p)[0]))
+        """One token per request, each with its own params and seed (the greedy rows in one call:
+        an arg-max per row needs no seed, and one call is one device sync instead of one per row)."""
+        out: list[int | None] = [None] * len(rids)
+        greedy = [i for i, rid in enumerate(rids) if self.requests[rid].params.temperature == 0]
+        if greedy:
+            for i, token in zip(greedy, sampling.sample(logits[greedy], 0, temperature=0).tolist()):
+                out[i] = token
+        for i, rid in enumerate(rids):
+            if out[i] is None:
+                r = self.requests[rid]
+                p = r.params
+                out[i] = int(sampling.sample(logits[i:i + 1], self._seed(r), p.temperature, p.top_k, p.top_p,
+                                             p.min_p)[0])
         return out
 
     def _ends(self, r: _Request) -> bool:
