@@ -14,12 +14,12 @@ presence (the stub says how), the float64 reference here does not know them yet.
 import pytest
 import torch
 
+from infralab.engine_checks import (assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps,
+                                    tiny_model)
 from infralab.i18n import tr
-from infralab.mistakes.part01_transformer.llama import knob_forward
 from infralab.mistakes.part04_serving.engine import (
-    CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, assert_same_tokens, diagnose_eos,
-    diagnose_positions, diagnose_with_control, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
-    random_prompts, reference_logits, run_paged_steps, tiny_model)
+    CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, chunk_logits, diagnose_positions, eos_diagnosis,
+    greedy_reference, paged_forward_mistakes, preemption_diagnosis, reference_logits)
 from infralab.testing import Mismatch, assert_close
 
 MODULE = "part04_serving.engine"
@@ -45,7 +45,7 @@ def test_paged_forward_equals_the_llama_for_every_sequence_of_mixed_steps(impl, 
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=3, gen=gen)
     for s, chunks in enumerate([[3, 4, 2], [6, 1, 1], [2, 2], [5]]):
         ids = torch.tensor([seqs[s]])
-        assert_close(rows[s], knob_forward(weights, config, ids, chunks)[0], name=f"logits of sequence {s} ({name})",
+        assert_close(rows[s], chunk_logits(weights, config, ids, chunks), name=f"logits of sequence {s} ({name})",
                      mistakes=paged_forward_mistakes(weights, config, ids, chunks))
 
 
@@ -146,7 +146,7 @@ def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
     refs = [greedy_reference(weights, config, p, m, eos=e) for p, (m, e) in zip(prompts, limits)]
 
     def diagnose(out):
-        return next((d for d in (diagnose_eos(o, r[0]) for o, r in zip(out[:2], refs)) if d), None)
+        return next((d for d in (eos_diagnosis(o, r[0]) for o, r in zip(out[:2], refs)) if d), None)
     assert_same_tokens(got, refs, what="greedy with per-request eos and max_tokens=1", diagnosis=diagnose)
 
 

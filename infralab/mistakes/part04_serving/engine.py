@@ -3,21 +3,18 @@
 The greedy reference is one request at a time through the float64 LLaMA written from the formulas
 (``knob_forward`` of part01's llama mistakes, which equals ``llama.generate_greedy``), re-run on
 the whole sequence for every token, so it shares no cache logic with any engine. It also returns
-the gap between the two best logits at every token: where that gap is below ``TIE`` an engine in
-fp32 may pick either, and the comparison stops there (a correct answer never fails on a near-tie).
+the gap between the two best logits at every token (infralab.engine_checks compares tie-aware).
+The visible tests reach everything here through the ``golden`` fixture.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
-from infralab.i18n import tr
+from infralab.engine_checks import Refs, diagnose_eos, dropped_before_preemption, matches
 from infralab.mistakes.part01_transformer.llama import knob_forward
-from infralab.testing import Label, Mismatch
-from infralab.tiny_llama import random_llama_weights, tiny_llama_config
-
-TIE = 1e-4  # logits closer than this are a tie: fp32 attention inside the engine may flip them
+from infralab.testing import Label
 
 POSITIONS_RESTART = ("positions restart at 0 in every chunk: a decode token gets position 0, its K/V goes to "
                      "slot 0 and it attends to itself only (a token's position is its place in its own sequence: "
@@ -56,17 +53,6 @@ PARAMS_IGNORED = ("a request was sampled with another request's parameters (each
                   "请求用了别的请求的采样参数（每一行都要用自己的 temperature、top_k、top_p、min_p 和 seed）")
 
 
-def tiny_model(seed: int, dtype: torch.dtype = torch.float64, **overrides: Any):
-    """(weights, config) of a random tiny LLaMA (hidden 64, 2 layers, vocabulary 128)."""
-    config = tiny_llama_config(**overrides)
-    weights = random_llama_weights(config, torch.Generator().manual_seed(seed))
-    return {k: t.to(dtype) for k, t in weights.items()}, config
-
-
-def random_prompts(gen: torch.Generator, lengths: list[int], vocab: int = 128) -> list[list[int]]:
-    return [torch.randint(0, vocab, (n,), generator=gen).tolist() for n in lengths]
-
-
 def reference_logits(weights, config, tokens: list[int]) -> torch.Tensor:
     """Next-token logits (V,) after ``tokens``, by the float64 LLaMA on the whole sequence."""
     return knob_forward(weights, config, torch.tensor([tokens]))[0, -1]
@@ -88,83 +74,36 @@ def greedy_reference(weights, config, prompt: list[int], max_tokens: int,
     return out, gaps
 
 
-def first_difference(got: list[int], want: list[int], gaps: list[float]) -> int | None:
-    """Index of the first token that differs, ignoring everything from a near-tie on; None if equal."""
-    for i, w in enumerate(want):
-        if gaps[i] < TIE:
-            return None  # either pick is right here, and what follows depends on it
-        if i >= len(got) or got[i] != w:
-            return i
-    return None if len(got) == len(want) else len(want)
+def positions_restart_tokens(weights, config, prompts: list[list[int]], max_tokens: int) -> list[list[int]]:
+    """What an engine whose positions restart at 0 in every chunk generates, when it prefilled each
+    prompt in one chunk (its first token is right) and then decoded one token per step: each decode
+    token sits at position 0, its K/V lands in slot 0 and it attends to itself only, so every later
+    token is the greedy successor of the token before, alone."""
+    out = []
+    for prompt in prompts:
+        tokens = [int(reference_logits(weights, config, prompt).argmax())]
+        while len(tokens) < max_tokens:
+            tokens.append(int(reference_logits(weights, config, tokens[-1:]).argmax()))
+        out.append(tokens)
+    return out
 
 
-def assert_same_tokens(got: Any, refs: list[tuple[list[int], list[float]]], *, what: str,
-                       diagnosis: Label | Callable[[list], Label | None] | None = None) -> None:
-    """``got[r]`` equals the reference tokens of request ``r`` (tie-aware); Mismatch names the first
-    request and token that differ, and ``diagnosis`` (a label, or a function of ``got`` making one,
-    called only on a failure) as the likely mistake."""
-    if not isinstance(got, (list, tuple)) or len(got) != len(refs):
-        raise Mismatch(tr("engine.outputs_count", what=what, want=len(refs),
-                          got=len(got) if isinstance(got, (list, tuple)) else type(got).__name__))
-    for rid, (out, (want, gaps)) in enumerate(zip(got, refs)):
-        out = list(out)
-        at = first_difference(out, want, gaps)
-        if at is not None:
-            label = diagnosis(list(got)) if callable(diagnosis) else diagnosis
-            raise Mismatch(tr("engine.tokens_differ", what=what, rid=rid, at=at, got=out, want=want), label)
+def diagnose_positions(weights, config, prompts: list[list[int]], max_tokens: int) -> Callable[[list], Label | None]:
+    """The hidden tests' lazy diagnosis of :data:`POSITIONS_RESTART` (computed on a failure only)."""
+    return lambda got: matches(POSITIONS_RESTART, positions_restart_tokens(weights, config, prompts, max_tokens))(got)
 
 
-def dropped_before_preemption(got: list[list[int]], refs) -> Label | None:
-    """Output dropped at a preemption shows as a proper suffix of the right tokens."""
-    for out, (want, _) in zip(got, refs):
-        if 0 < len(out) < len(want) and list(out) == want[len(want) - len(out):]:
-            return DROPPED_ON_PREEMPTION
-    return None
+def preemption_diagnosis(refs: Refs) -> Callable[[list], Label]:
+    return lambda got: dropped_before_preemption(got, refs, DROPPED_ON_PREEMPTION) or CHANGED_BY_PREEMPTION
 
 
-def preemption_diagnosis(refs) -> Callable[[list], Label]:
-    return lambda got: dropped_before_preemption(got, refs) or CHANGED_BY_PREEMPTION
+def eos_diagnosis(got: list[int], want: list[int]) -> Label | None:
+    return diagnose_eos(got, want, EOS_LATE, EOS_DROPPED)
 
 
-def diagnose_with_control(refs, control: Callable[[], list], specific: Label | Callable[[list], Label | None],
-                          fallback: Callable[[list], Label | None] | None = None) -> Callable[[list], Label | None]:
-    """A diagnosis function for a feature under test (preemption, the prefix cache): when the same
-    implementation without the feature (``control()``, run only on a failure) gets the right tokens,
-    the feature is at fault (``specific``); otherwise the mistake is elsewhere (``fallback`` of the
-    control's outputs, if given)."""
-    def diagnose(got: list) -> Label | None:
-        try:
-            plain = control()
-        except Exception:  # a control that cannot run names nothing
-            return None
-        if all(first_difference(list(o), w, g) is None for o, (w, g) in zip(plain, refs)):
-            return specific(got) if callable(specific) else specific
-        return fallback(plain) if fallback else None
-    return diagnose
-
-
-def diagnose_positions(weights, config, prompts: list[list[int]], max_tokens: int):
-    """A diagnosis function for :func:`assert_same_tokens`: positions counted from 0 in every chunk,
-    for an engine that prefilled each prompt in one chunk (so its first token is right) and then
-    decoded one token per step: each decode token sits at position 0, its K/V lands in slot 0 and it
-    attends to itself only, so every later token is the greedy successor of the token before alone."""
-    def diagnose(got: list) -> Label | None:
-        for prompt, out in zip(prompts, got):
-            tokens = [int(reference_logits(weights, config, prompt).argmax())]
-            while len(tokens) < max_tokens:
-                tokens.append(int(reference_logits(weights, config, tokens[-1:]).argmax()))
-            if tokens != list(out):
-                return None
-        return POSITIONS_RESTART
-    return diagnose
-
-
-def diagnose_eos(got: list[int], want: list[int]) -> Label | None:
-    if len(got) == len(want) + 1 and list(got[:-1]) == want:
-        return EOS_LATE
-    if list(got) == want[:-1]:
-        return EOS_DROPPED
-    return None
+def chunk_logits(weights, config, ids: torch.Tensor, chunks: list[int]) -> torch.Tensor:
+    """Logits (T, V) of one sequence ``ids`` (1, T) fed in ``chunks``, by the float64 LLaMA."""
+    return knob_forward(weights, config, ids, chunks)[0]
 
 
 def paged_forward_mistakes(weights, config, ids: torch.Tensor, chunks: list[int]) -> dict:
@@ -173,34 +112,3 @@ def paged_forward_mistakes(weights, config, ids: torch.Tensor, chunks: list[int]
             TOP_LEFT_MASK: lambda: knob_forward(weights, config, ids, chunks, top_left=True)[0]}
 
 
-def run_paged_steps(paged_forward, weights, config, seqs: list[list[int]], steps: list[list[tuple[int, int]]],
-                    block_size: int, gen: torch.Generator) -> list[torch.Tensor]:
-    """Feed ``seqs`` to ``paged_forward`` in ``steps`` (each a list of (sequence, tokens this step),
-    one batch per step); blocks are a random permutation of a NaN-poisoned pool, so a read of an
-    unwritten slot or a write to the wrong one shows. Returns each sequence's logits rows in order."""
-    hkv = config["num_key_value_heads"]
-    dh = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    need = [-(-len(s) // block_size) for s in seqs]
-    perm = torch.randperm(sum(need) + 2, generator=gen).tolist()
-    tables = [perm[sum(need[:i]):sum(need[:i + 1])] for i in range(len(seqs))]
-    dtype = weights["model.embed_tokens.weight"].dtype
-    shape = (config["num_hidden_layers"], len(perm), block_size, hkv, dh)
-    k_cache, v_cache = torch.full(shape, float("nan"), dtype=dtype), torch.full(shape, float("nan"), dtype=dtype)
-    done = [0] * len(seqs)
-    rows: list[list[torch.Tensor]] = [[] for _ in seqs]
-    width = max(need)
-    for step in steps:
-        ids, pos, slots, table, owner = [], [], [], [], []
-        for s, n in step:
-            for p in range(done[s], done[s] + n):
-                ids.append(seqs[s][p])
-                pos.append(p)
-                slots.append(tables[s][p // block_size] * block_size + p % block_size)
-                table.append(tables[s] + [-1] * (width - len(tables[s])))
-                owner.append(s)
-            done[s] += n
-        logits = paged_forward(weights, config, k_cache, v_cache, torch.tensor(ids), torch.tensor(pos),
-                               torch.tensor(slots), torch.tensor(table, dtype=torch.int32))
-        for i, s in enumerate(owner):
-            rows[s].append(logits[i])
-    return [torch.stack(r) for r in rows]
