@@ -5,8 +5,10 @@ prefix cache switched on, equal transformers' ``generate(do_sample=False)`` run 
 exact token for token, so a seed is kept only if no greedy step of the reference is a near-tie (the
 gap between the two best logits is checked and reported).
 
-TODO(lead, after the llamaflags merge): the same with Qwen2 (q/k/v bias) and Qwen3 (q/k norm) tiny
-models against Qwen2ForCausalLM / Qwen3ForCausalLM (paged_forward reads those weights when present).
+Qwen2 (q/k/v bias) and Qwen3 (per-head q/k norm) weights: the reference engine against
+Qwen2ForCausalLM / Qwen3ForCausalLM. TODO(lead, after the llamaflags merge): build those models
+with infralab.tiny_llama's Qwen options, compare with part01 ``generate_greedy`` too, and add the
+students' hidden tests (graders/part04_serving/test_engine.py says how).
 """
 import pytest
 import torch
@@ -52,3 +54,36 @@ def test_engine_greedy_equals_transformers_generate_and_generate_greedy(name, kv
     if name != "batched":
         stats = engine.stats()
         assert stats["preemptions"] > 0 and stats["cached_tokens"] > 0, stats
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_engine_reads_qwen_weights_by_their_presence(family):
+    """Qwen2's q/k/v biases and Qwen3's per-head q/k RMSNorm, read by paged_forward when the weights
+    carry them: greedy tokens equal Qwen2ForCausalLM / Qwen3ForCausalLM's ``generate`` (fp32)."""
+    hf_cls = {"qwen2": "Qwen2", "qwen3": "Qwen3"}[family]
+    config = tiny_llama_config(num_key_value_heads=2, head_dim=16)
+    hf_config = getattr(transformers, f"{hf_cls}Config")(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], intermediate_size=config["intermediate_size"],
+        num_hidden_layers=config["num_hidden_layers"], num_attention_heads=config["num_attention_heads"],
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=config["rms_norm_eps"], rope_theta=config["rope_theta"],
+        tie_word_embeddings=False, max_position_embeddings=512, attn_implementation="eager",
+        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    hf = getattr(transformers, f"{hf_cls}ForCausalLM")(hf_config).float().eval()
+    gen = torch.Generator().manual_seed(14)
+    weights = {}
+    for name, t in hf.state_dict().items():
+        noise = torch.randn(t.shape, generator=gen)
+        weights[name] = 1 + 0.2 * noise if name.endswith("norm.weight") else \
+            0.3 * noise if t.dim() == 1 else noise * t.shape[-1] ** -0.5
+    assert any(n.endswith("q_proj.bias") for n in weights) == (family == "qwen2")
+    assert any(n.endswith("q_norm.weight") for n in weights) == (family == "qwen3")
+    hf.load_state_dict(weights)
+    hf.generation_config.eos_token_id, hf.generation_config.pad_token_id = None, 0
+    prompts = [torch.randint(0, 128, (n,), generator=gen).tolist() for n in (6, 3, 9)]
+    engine = LLMEngine(weights, config, num_blocks=16, block_size=2, max_num_batched_tokens=5)
+    got = engine.generate(prompts, SamplingParams(max_tokens=MAX_TOKENS))
+    for prompt, out in zip(prompts, got):
+        ids = torch.tensor([prompt])
+        with torch.no_grad():
+            want = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_TOKENS, do_sample=False)
+        assert out == want[0, len(prompt):].tolist()
