@@ -192,8 +192,9 @@ def main(argv=None):
     speedup = engine_m["tokens_per_s"] / naive_m["tokens_per_s"]
     same, first = agreement(eng_out[:k], naive_out)
     met = speedup >= TARGET_SPEEDUP
-    print(tr("engine.bench_decision", speedup=speedup, target=TARGET_SPEEDUP, verdict="met" if met else "not met"))
-    print(f"greedy agreement with the naive loop: {same}/{k} requests identical; first differences {first[:8]}")
+    print(tr("engine.bench_decision", speedup=speedup, target=TARGET_SPEEDUP,
+             verdict=tr("engine.bench_met" if met else "engine.bench_not_met")))
+    print(tr("engine.bench_agreement", same=same, total=k, first=first[:8]))
     record = {
         "schema": "infralab.engine-bench/1",
         "workload": {"name": "offline_greedy", "requests": spec["requests"], "prompt_tokens": list(spec["prompt"]),

@@ -29,10 +29,6 @@ MESSAGES = {
         "last, minus the cached ones",
         "stats()['computed_tokens'] = {got}，应为 {want}：prompt token 加上除最后一个以外的生成 token，减去缓存命中的",
     ),
-    "engine.length": (
-        "request {rid}: {got} tokens generated, expected {want} (max_tokens={max_tokens}, eos={eos})",
-        "请求 {rid}：生成了 {got} 个 token，应为 {want} 个（max_tokens={max_tokens}，eos={eos}）",
-    ),
     "engine.not_reproducible": (
         "the same requests with the same seeds gave different tokens: {first} then {second}",
         "同样的请求、同样的种子，两次得到的 token 不同：{first}，然后是 {second}",
@@ -79,10 +75,13 @@ MESSAGES = {
         "speed-up {speedup:.1f}x over the naive loop (target {target}x): {verdict}",
         "相对朴素逐个请求循环加速 {speedup:.1f} 倍（目标 {target} 倍）：{verdict}",
     ),
-    "engine.bench_mismatch": (
-        "the engine's greedy tokens differ from the naive loop's for request {rid} at token {at}",
-        "请求 {rid} 的引擎贪心输出在第 {at} 个 token 处与朴素循环不同",
+    "engine.bench_agreement": (
+        "greedy agreement with the naive loop: {same}/{total} requests identical; first differences "
+        "[request, token]: {first}",
+        "与朴素循环的贪心结果一致性：{same}/{total} 个请求完全相同；首个不同处 [请求, token]：{first}",
     ),
+    "engine.bench_met": ("met", "达到"),
+    "engine.bench_not_met": ("not met", "未达到"),
     "engine.bench_written": (
         "record written to {path}",
         "记录已写入 {path}",
