@@ -18,8 +18,9 @@ from infralab.engine_checks import (assert_same_tokens, diagnose_with_control, r
                                     tiny_model)
 from infralab.i18n import tr
 from infralab.mistakes.part04_serving.engine import (
-    CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, PARAMS_IGNORED, chunk_logits, diagnose_positions, eos_diagnosis,
-    greedy_reference, paged_forward_mistakes, preemption_diagnosis, reference_logits)
+    CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, HIT_HOLDS_OTHER_TOKENS, PARAMS_IGNORED, chunk_logits,
+    diagnose_positions, eos_diagnosis, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
+    reference_logits)
 from infralab.testing import Mismatch, assert_close
 
 MODULE = "part04_serving.engine"
@@ -256,6 +257,31 @@ def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_to
         computed = 3 * 2 + 8 + 8 + 5 - sum(want)
         assert e.stats()["computed_tokens"] == computed, tr("engine.computed_tokens",
                                                             got=e.stats()["computed_tokens"], want=computed)
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("block_size", [3, 2])
+def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, seed, gen, block_size):
+    """A prompt made of the first two blocks of an earlier prompt and then its first block again: an
+    engine that appended cached tokens to the block manager a second time registered a block under
+    exactly that prefix, and hits a block whose K/V belongs to other tokens."""
+    weights, config = tiny_model(seed)
+    bs = block_size
+    x = random_prompts(gen, [2 * bs + 1])[0]
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=bs, max_num_batched_tokens=64,
+                                     enable_prefix_caching=True)
+    sp = impl(MODULE).SamplingParams(max_tokens=4)
+    tricky = x[:2 * bs] + x[:bs] + [x[0]]
+    got = engine.generate([x], sp) + engine.generate([x], sp) + engine.generate([tricky], sp)
+    refs = [greedy_reference(weights, config, p, 4) for p in (x, x, tricky)]
+    # the right hits of the tricky prompt: 2 blocks, 3 only if an earlier sequence really began with its 3 blocks
+    earlier = [x + out for out, _ in refs[:2]]
+    want = [0, 2 * bs, 3 * bs if any(t[:3 * bs] == tricky[:3 * bs] for t in earlier) else 2 * bs]
+    cached = [engine.metrics(r)["cached_tokens"] for r in range(3)]
+    diagnosis = HIT_HOLDS_OTHER_TOKENS if cached != want else None
+    assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=diagnosis)
+    if cached != want:
+        raise Mismatch(tr("engine.cached_tokens", what="requests 0-2", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
 
 
 def test_bad_arguments_raise_value_error(impl, seed, gen):

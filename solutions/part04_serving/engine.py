@@ -155,12 +155,13 @@ class LLMEngine:
         self.blocks.allocate(rid, tokens[:cached])
         return cached
 
-    def _reserve(self, rid: int, start: int, n: int) -> None:
-        """Grow the block manager's table by the tokens [start, start + n) computed this step."""
+    def _reserve(self, rid: int, start: int, first: int, end: int) -> None:
+        """Grow the block manager's table by the tokens [first, end) computed this step (a chunk from
+        ``start``; ``first > start`` after a prefix-cache hit: the cached tokens are in the table already)."""
         if self.prefix_caching:
-            self.blocks.append(rid, self.requests[rid].tokens[start:start + n])
+            self.blocks.append(rid, self.requests[rid].tokens[first:end])
         else:
-            self.blocks.append(rid, torch.zeros(n, 1, 1), torch.zeros(n, 1, 1))
+            self.blocks.append(rid, torch.zeros(end - first, 1, 1), torch.zeros(end - first, 1, 1))
 
     def _slots(self, rid: int, positions: torch.Tensor) -> torch.Tensor:
         table = torch.tensor(self.blocks.block_table(rid), dtype=torch.int64)
@@ -213,7 +214,7 @@ class LLMEngine:
                 self.totals["cached_tokens"] += first
             if first == start + n:
                 continue  # the whole chunk came from the prefix cache
-            self._reserve(rid, first, start + n - first)
+            self._reserve(rid, start, first, start + n)
             pos = self._positions(first, start + n)
             ids += self.requests[rid].tokens[first:start + n]
             positions.append(pos)

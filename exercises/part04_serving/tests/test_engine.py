@@ -102,6 +102,25 @@ def test_prefix_cache_hits_change_nothing_and_are_counted(impl, golden):
                                                      got=engine.stats()["cached_tokens"], want=12)
 
 
+def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, golden):
+    weights, config = model(golden)
+    x = random_prompts(golden.gen, [9])[0]
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64,
+                                     enable_prefix_caching=True)
+    sp = impl(MODULE).SamplingParams(max_tokens=4)
+    # x twice (the second hits 2 blocks), then a prompt that starts with x[:8] and then x[:4] again:
+    # its third block of 4 is cached under no prefix it has, so it hits x[:8] only
+    tricky = x[:8] + x[:4] + [x[8]]
+    got = engine.generate([x], sp) + engine.generate([x], sp) + engine.generate([tricky], sp)
+    refs = [golden.ref.greedy_reference(weights, config, p, 4) for p in (x, x, tricky)]
+    label = golden.ref.HIT_HOLDS_OTHER_TOKENS
+    cached = [engine.metrics(r)["cached_tokens"] for r in range(3)]
+    want = [0, 8, 8]
+    assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=label if cached != want else None)
+    if cached != want:
+        raise Mismatch(tr("engine.cached_tokens", what="requests 0-2", got=cached, want=want), label)
+
+
 def test_eos_ends_a_request_and_is_its_last_token(impl, golden):
     weights, config = model(golden)
     prompts = random_prompts(golden.gen, [4, 6])

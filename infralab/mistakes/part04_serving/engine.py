@@ -41,6 +41,11 @@ CHANGED_BY_PREFIX_CACHE = ("the output changes with prefix caching on: a cached 
                            "K/V of the query's prefix, and the tokens after the hit are computed at their own "
                            "positions",
                            "开启前缀缓存后输出变了：命中的块必须正好是该前缀的 K/V，命中之后的 token 要在各自的位置上计算")
+HIT_HOLDS_OTHER_TOKENS = ("a prefix-cache hit returned a block holding other tokens: after a hit only the computed "
+                          "tokens (from the end of the hit) are appended to the block manager; appending the cached "
+                          "ones again registers blocks under a prefix they do not hold",
+                          "前缀缓存命中了一个存放着别的 token 的块：命中之后只应把需要计算的 token（命中部分之后的）"
+                          "追加到块管理器；把已缓存的 token 再追加一遍，会把块登记在它并不持有的前缀下")
 EOS_LATE = ("the request ran one token past its eos_token_id (test the token just sampled, not the step's input)",
             "请求在 eos_token_id 之后又多生成了一个 token（应检查刚采样出的 token，而不是本步的输入 token）")
 EOS_DROPPED = ("the eos token is missing from the output (it is the last generated token)",
