@@ -260,7 +260,7 @@ def _paged_inputs(shape, dtype, options, seed, device, ragged=False):
         lens = torch.full((B,), CTX, device=device)
     return {"q": _randn((B, HQ, D), dt, g, device), "k_pool": _randn((num_blocks, BS, HKV, D), dt, g, device),
             "v_pool": _randn((num_blocks, BS, HKV, D), dt, g, device), "block_tables": tables.to(torch.int32),
-            "context_lens": lens.to(torch.int32)}
+            "context_lens": lens.to(torch.int32), "max_len": CTX}
 
 
 def _paged_rows(inp):
@@ -273,10 +273,10 @@ def _paged_rows(inp):
 
 def _paged_gather_sdpa(inp, opt):
     """What an engine without the kernel runs: gather each sequence's K/V through its table into a
-    contiguous (B, HKV, L, D) copy, then SDPA (a key mask when the lengths differ)."""
+    contiguous (B, HKV, CTX, D) copy, then SDPA (a key mask when the lengths differ)."""
     torch = _torch()
     q, k_pool, v_pool, lens = inp["q"], inp["k_pool"], inp["v_pool"], inp["context_lens"]
-    rows, pos = _paged_rows(inp)
+    rows, pos = (t[..., :inp["max_len"]] for t in _paged_rows(inp))
     hkv, d = k_pool.shape[2], k_pool.shape[3]
     k = k_pool.view(-1, hkv, d)[rows].transpose(1, 2)
     v = v_pool.view(-1, hkv, d)[rows].transpose(1, 2)

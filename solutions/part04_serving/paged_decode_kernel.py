@@ -24,7 +24,7 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # keep ~96 KB in flight per program, two programs per SM (benchmarks/h200_paged_decode.sh tries others).
 TILE = {"BLOCK_N": 32, "num_warps": 1, "num_stages": 1} if INTERPRETED else \
     {"BLOCK_N": 64, "num_warps": 4, "num_stages": 3}
-PROGRAMS_PER_SM = 4  # default splits: enough (sequence, kv head, split) programs for every SM
+PROGRAMS_PER_SM = 8  # default splits: (sequence, kv head, split) programs per SM; more splits shorten a ragged batch's tail
 
 
 @triton.jit
