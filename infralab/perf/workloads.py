@@ -258,7 +258,10 @@ def _paged_inputs(shape, dtype, options, seed, device, ragged=False):
         lens = ramp[torch.randperm(B, generator=g, device=device)]
     else:
         lens = torch.full((B,), CTX, device=device)
-    return {"q": _randn((B, HQ, D), dt, g, device), "k_pool": _randn((num_blocks, BS, HKV, D), dt, g, device),
+    # q of standard deviation 4: scores of standard deviation 4, so each output is dominated by a few keys
+    # (|o| ~ 1); with q ~ N(0, 1) attention over 8192 keys averages V to |o| ~ 0.02, and zeros would pass
+    return {"q": _randn((B, HQ, D), dt, g, device, scale=4.0),
+            "k_pool": _randn((num_blocks, BS, HKV, D), dt, g, device),
             "v_pool": _randn((num_blocks, BS, HKV, D), dt, g, device), "block_tables": tables.to(torch.int32),
             "context_lens": lens.to(torch.int32), "max_len": CTX}
 
@@ -370,8 +373,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("paged_decode", ("B", "HQ", "HKV", "CTX", "D", "BS"), "paged_decode_attention", _paged_inputs,
              call=lambda m, i, o: m.paged_decode_attention(i["q"], i["k_pool"], i["v_pool"], i["block_tables"],
                                                            i["context_lens"]),
+             # no reduction widening: an output is a convex combination of V rows, its error does not grow
+             # with the context (and a widened bf16 atol of 0.17 at 8192 keys would pass zeros)
              reference=_paged_reference, baselines={"gather_sdpa": _paged_gather_sdpa}, options={"ragged": False},
-             reduction=lambda i: int(i["block_tables"].shape[1] * i["k_pool"].shape[1]),
              # lengths off every block and tile, MHA and GQA, blocks of 16 and 32
              gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "CTX": 3001, "D": 128, "BS": 16},
                           {"B": 3, "HQ": 8, "HKV": 8, "CTX": 999, "D": 64, "BS": 32})),
