@@ -29,9 +29,9 @@ def scattered(gen, lens, block_size, hq, hkv, d, dtype=torch.float32, stale=True
     return q, k_pool, v_pool, tables, lens_t
 
 
-@settings(max_examples=6, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking
+@settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking
 @given(lens=st.lists(st.integers(1, 45), min_size=1, max_size=3), block_size=st.sampled_from([4, 5, 16]),
-       heads=st.sampled_from([(4, 4), (4, 2), (8, 1)]), splits=st.sampled_from([None, 1, 3, 7]),
+       heads=st.sampled_from([(4, 4), (4, 2), (8, 1)]), splits=st.sampled_from([None, 1, 3, 5]),
        stale=st.booleans(), seed=st.integers(0, 2**31 - 1))
 def test_matches_sdpa_on_random_batches_block_sizes_and_splits(impl, lens, block_size, heads, splits, stale, seed):
     gen = torch.Generator().manual_seed(seed)
@@ -63,7 +63,7 @@ def test_splits_with_different_maxima_are_rescaled_before_they_are_combined(impl
 
 
 @pytest.mark.weight(2)
-@pytest.mark.parametrize("hq, hkv", [(6, 3), (8, 1), (2, 2)])
+@pytest.mark.parametrize("hq, hkv", [(6, 3), (8, 1)])  # MHA: the random batches' (4, 4)
 def test_grouped_query_heads_read_their_own_kv_head(impl, gen, hq, hkv):
     check(impl, scattered(gen, [11, 20], 4, hq, hkv, 16), splits=2)
 
