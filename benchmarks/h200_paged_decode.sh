@@ -6,7 +6,8 @@
 #   bash benchmarks/h200_paged_decode.sh mutants   # every mutant must be rejected at the correctness gate
 #   bash benchmarks/h200_paged_decode.sh tune      # 5 launch settings of the reference, do_bench medians
 #   bash benchmarks/h200_paged_decode.sh grade     # infralab grade --gpu (the cage, the judge's clock), as root
-# Outputs under $OUT: h200-paged-decode-bench.json (+ .roofline.png), h200-paged-decode-mutants.txt,
+# Outputs under $OUT: h200-paged-decode-bench.json (+ .roofline.png), h200-paged-decode-mutants.txt (+ one record
+# per mutant: every decision must be reject, at the gate),
 # h200-paged-decode-tune.json, h200-paged-decode-grade/ (gradebook.csv, <student>/record.json).
 set -u
 export PYTHONUNBUFFERED=1
@@ -26,16 +27,16 @@ case "$PHASE" in
     for m in fixtures/mutants/part04_serving/paged_decode_kernel/*.py; do
       name=$(basename "$m" .py)
       echo "== $name"
-      timeout 100 python3 -m infralab.cli bench "$EX" --target "mutant:$EX:$name" --challenge long_context \
-        --time-cap 2 --json 2>&1 | python3 -c "
+      timeout 100 python3 -m infralab.cli bench "$EX" --target "mutant:$EX:$name" --challenge long_context --time-cap 2 \
+        --record "$OUT/h200-paged-decode-mutant-$name.json" > /dev/null 2>&1
+      python3 - "$OUT/h200-paged-decode-mutant-$name.json" <<'PY'
 import json, sys
-text = sys.stdin.read()
 try:
-    rec = json.loads(text[text.index('{'):])
-    for e in rec.get('perf', []):
-        print(e['challenge'], e['decision'], (e.get('reason') or '')[:300])
-except ValueError:
-    print(text[-600:])"
+    for e in json.load(open(sys.argv[1])).get("perf", []):
+        print(f"{e.get('challenge')}: {e.get('decision')} {(e.get('reason') or '')[:300]}")
+except (OSError, ValueError) as exc:
+    print(f"no record: {exc}")
+PY
     done 2>&1 | tee "$OUT/h200-paged-decode-mutants.txt" ;;
   tune)
     timeout 580 python3 benchmarks/tune_paged_decode.py --out "$OUT/h200-paged-decode-tune.json" 2>&1 | tail -30 ;;
