@@ -19,15 +19,16 @@ TIMECAP=${TIMECAP:-20}
 ONLY=${ONLY:-}  # e.g. ONLY="vector_add softmax": grade and bench only these part03 exercises
 EXERCISES="--exercise part03_kernels.vector_add --exercise part03_kernels.rmsnorm --exercise part03_kernels.softmax \
   --exercise part03_kernels.matmul --exercise part03_kernels.flash_attention --exercise part03_kernels.decode_attention"
-if [ -n "$ONLY" ]; then EXERCISES=""; for e in $ONLY; do EXERCISES="$EXERCISES --exercise part03_kernels.$e"; done; fi
+PAGED="--exercise part04_serving.paged_decode_kernel"  # Part 04's Triton kernel: the reference phase only
+if [ -n "$ONLY" ]; then EXERCISES=""; PAGED=""; for e in $ONLY; do EXERCISES="$EXERCISES --exercise part03_kernels.$e"; done; fi
 rm -rf "$CLASS"
 mkdir -p "$CLASS" "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
 python3 -c "import numpy, torch, triton; print('numpy', numpy.__version__, 'torch', torch.__version__, 'triton', triton.__version__)"
 case "$PHASE" in
   reference)
-    mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels "$CLASS/reference/"
-    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
+    mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels solutions/part04_serving "$CLASS/reference/"
+    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES $PAGED --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
       2>&1 | tail -40 | cut -c1-400 ;;
   hostile)
     for d in fixtures/submissions_gpu/*/; do cp -r "$d" "$CLASS/"; done
@@ -43,7 +44,7 @@ for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/record.json")):
 PY
     ;;
   bench)
-    for ex in ${ONLY:-vector_add rmsnorm softmax matmul flash_attention decode_attention}; do
+    for ex in ${ONLY:-vector_add rmsnorm softmax matmul flash_attention decode_attention part04_serving.paged_decode_kernel}; do
       timeout 90 python3 -m infralab.cli bench "$ex" --target solutions --time-cap "$TIMECAP" --record "/tmp/h200-bench-$ex.json" 2>&1 \
         | tail -4 | cut -c1-300
     done

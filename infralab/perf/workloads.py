@@ -236,6 +236,74 @@ def _decode_reference(inp, opt):
     return out, lse
 
 
+# --- paged_decode (split-KV decode through block tables, GQA; part04's Triton kernel) ----------------
+
+def _paged_inputs(shape, dtype, options, seed, device, ragged=False):
+    """Pools ``(num_blocks, BS, HKV, D)`` and tables whose entries are a random permutation of the pool's
+    blocks, so every entry past a sequence's length is a stale real block (never -1: a kernel that reads
+    it gets garbage, not an illegal address that would end the process's CUDA context). Lengths: CTX
+    for every sequence; ``options.ragged``: the ramp CTX*(b+1)/B in a random order (its sum is
+    CTX*(B+1)/2, what the challenge's bytes formula counts); the gate's ``ragged``: uniform in 1..CTX."""
+    torch = _torch()
+    g = _gen(seed, device)
+    dt = _dtype(dtype)
+    B, HQ, HKV, CTX, D, BS = (shape[k] for k in ("B", "HQ", "HKV", "CTX", "D", "BS"))
+    max_blocks = -(-CTX // BS)
+    num_blocks = B * max_blocks + 3
+    tables = torch.randperm(num_blocks, generator=g, device=device)[:B * max_blocks].view(B, max_blocks)
+    if ragged:
+        lens = torch.randint(1, CTX + 1, (B,), generator=g, device=device)
+    elif options.get("ragged", False):
+        ramp = (torch.arange(1, B + 1, device=device) * CTX) // B
+        lens = ramp[torch.randperm(B, generator=g, device=device)]
+    else:
+        lens = torch.full((B,), CTX, device=device)
+    # q of standard deviation 4: scores of standard deviation 4, so each output is dominated by a few keys
+    # (|o| ~ 1); with q ~ N(0, 1) attention over 8192 keys averages V to |o| ~ 0.02, and zeros would pass
+    return {"q": _randn((B, HQ, D), dt, g, device, scale=4.0),
+            "k_pool": _randn((num_blocks, BS, HKV, D), dt, g, device),
+            "v_pool": _randn((num_blocks, BS, HKV, D), dt, g, device), "block_tables": tables.to(torch.int32),
+            "context_lens": lens.to(torch.int32), "max_len": CTX}
+
+
+def _paged_rows(inp):
+    """Pool row of every table position, ``(B, max_blocks * BS)``, and the positions."""
+    torch = _torch()
+    tables, bs = inp["block_tables"], inp["k_pool"].shape[1]
+    pos = torch.arange(tables.shape[1] * bs, device=tables.device)
+    return tables.long()[:, pos // bs] * bs + pos % bs, pos
+
+
+def _paged_gather_sdpa(inp, opt):
+    """What an engine without the kernel runs: gather each sequence's K/V through its table into a
+    contiguous (B, HKV, CTX, D) copy, then SDPA (a key mask when the lengths differ)."""
+    torch = _torch()
+    q, k_pool, v_pool, lens = inp["q"], inp["k_pool"], inp["v_pool"], inp["context_lens"]
+    rows, pos = (t[..., :inp["max_len"]] for t in _paged_rows(inp))
+    hkv, d = k_pool.shape[2], k_pool.shape[3]
+    k = k_pool.view(-1, hkv, d)[rows].transpose(1, 2)
+    v = v_pool.view(-1, hkv, d)[rows].transpose(1, 2)
+    mask = None if not opt.get("ragged", False) else (pos[None, :] < lens[:, None])[:, None, None, :]
+    o = torch.nn.functional.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask, enable_gqa=True)
+    return o[:, :, 0, :]
+
+
+def _paged_reference(inp, opt):
+    torch = _torch()
+    q, k_pool, v_pool, lens = inp["q"], inp["k_pool"], inp["v_pool"], inp["context_lens"]
+    B, HQ, D = q.shape
+    hkv = k_pool.shape[2]
+    rows, _ = _paged_rows(inp)
+    out = torch.empty(B, HQ, D, dtype=q.dtype, device=q.device)
+    for b in range(B):
+        r = rows[b, :int(lens[b])]
+        kb = k_pool.view(-1, hkv, D)[r].float().transpose(0, 1).repeat_interleave(HQ // hkv, dim=0)  # (HQ, n, D)
+        vb = v_pool.view(-1, hkv, D)[r].float().transpose(0, 1).repeat_interleave(HQ // hkv, dim=0)
+        s = torch.einsum("hd,hnd->hn", q[b].float(), kb) / math.sqrt(D)
+        out[b] = torch.einsum("hn,hnd->hd", torch.softmax(s, dim=-1), vb).to(q.dtype)
+    return out
+
+
 # --- w4a16 (int4 group-quantised weight, 16-bit activations) -----------------------------------
 
 def _w4a16_inputs(shape, dtype, options, seed, device, ragged=False):
@@ -302,6 +370,15 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              reference=_decode_reference, baselines={"sdpa_flash": _decode_sdpa_flash},
              reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse"),
              gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "S": 3001, "D": 128},)),
+    Workload("paged_decode", ("B", "HQ", "HKV", "CTX", "D", "BS"), "paged_decode_attention", _paged_inputs,
+             call=lambda m, i, o: m.paged_decode_attention(i["q"], i["k_pool"], i["v_pool"], i["block_tables"],
+                                                           i["context_lens"]),
+             # no reduction widening: an output is a convex combination of V rows, its error does not grow
+             # with the context (and a widened bf16 atol of 0.17 at 8192 keys would pass zeros)
+             reference=_paged_reference, baselines={"gather_sdpa": _paged_gather_sdpa}, options={"ragged": False},
+             # lengths off every block and tile, MHA and GQA, blocks of 16 and 32
+             gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "CTX": 3001, "D": 128, "BS": 16},
+                          {"B": 3, "HQ": 8, "HKV": 8, "CTX": 999, "D": 64, "BS": 32})),
     Workload("w4a16", ("M", "N", "K"), "w4a16_matmul", _w4a16_inputs,
              call=lambda m, i, o: m.w4a16_matmul(i["x"], i["qweight"], i["scales"], i["zeros"], i["group_size"]),
              reference=_w4a16_reference, baselines={"cublas": _w4a16_cublas}, options={"group_size": 128},
