@@ -75,16 +75,22 @@ def test_grade_gpu_without_cuda_is_one_line_and_writes_nothing(tmp_path, capsys)
 
 
 def test_the_challenges_node_ids_are_the_ones_test_perf_parametrizes():
+    """Every exercise with ``perf:`` challenges, in any part, is reachable by ``grade --gpu``: its part has a
+    test_perf.py whose cases are exactly the node ids the grading selects."""
     course = load_course(ROOT)
-    ids = perf_cases(course, [course.exercise("part03_kernels.vector_add"), course.exercise("part03_kernels.matmul")])
-    assert len(ids) == 4  # vector_add: 2 shapes, matmul: 2
-    file = ROOT / "graders" / "part03_kernels" / "test_perf.py"
-    spec = importlib.util.spec_from_file_location("_perf_cases_probe", file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    params = {f"{file}::{module.test_kernel_is_correct_and_reaches_the_pass_bar.__name__}[{p.id}]"
-              for p in module.CASES}
-    assert set(ids) <= params
+    with_perf = [ex for ex in course.exercises if ex.perf]
+    assert {ex.part for ex in with_perf} >= {"part03_kernels", "part04_serving", "part05_quantization"}
+    ids = perf_cases(course, with_perf)
+    assert len(ids) == sum(len(c["shapes"]) for ex in with_perf for c in ex.perf)
+    params = set()
+    for part in {ex.part for ex in with_perf}:
+        file = ROOT / "graders" / part / "test_perf.py"
+        spec = importlib.util.spec_from_file_location(f"_perf_cases_probe_{part}", file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        params |= {f"{file}::{module.test_kernel_is_correct_and_reaches_the_pass_bar.__name__}[{p.id}]"
+                   for p in module.CASES}
+    assert set(ids) == params
 
 
 def test_a_tensor_that_lived_on_the_gpu_says_so_on_the_wire():
