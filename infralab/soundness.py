@@ -28,6 +28,10 @@ from infralab.runner import TestRun, run_tests
 from infralab.seeds import kit_id, own_nodeid
 
 MIN_MUTANTS = 3
+# A failure of the target itself (the module does not import, a function is missing), not of a test:
+# a mutant built by editing the reference's source fails so when the reference changed under it, and
+# every test then "catches" it. Such failures are not kills; the mutant is a hole until rebuilt.
+BROKEN_TARGET = "TargetError:"
 
 
 @dataclass
@@ -53,6 +57,7 @@ class Soundness:
     mutants_visible: dict[str, int] = field(default_factory=dict)  # mutant -> visible tests it fails
     solution_failures: list[SeedFailure] = field(default_factory=list)
     holes: list[str] = field(default_factory=list)
+    broken_mutants: list[str] = field(default_factory=list)  # failed to load: their failures catch nothing
 
     @property
     def sound(self) -> bool:
@@ -127,7 +132,11 @@ def analyze(course: Course, exercises: tuple[Exercise, ...], record: dict[str, A
                 name = target.rsplit(":", 1)[-1]
                 kills = s.mutants if t["visibility"] == "hidden" else s.mutants_visible
                 s.mutants.setdefault(name, 0)
-                kills[name] = kills.get(name, 0) + failed
+                broken = failed and t["message"].startswith(BROKEN_TARGET)  # does not import, lacks a function
+                if broken and name not in s.broken_mutants:
+                    s.broken_mutants.append(name)
+                    s.holes.append(tr("seeds.mutant_broken", mutant=name, message=t["message"][:300]))
+                kills[name] = kills.get(name, 0) + (failed and not broken)
         s.solution_failures = _solution_failures(solution)
         for f in s.solution_failures:
             s.holes.append(tr("seeds.solution_fails", test=f.test, first=f.first_seed, failed=f.failed,

@@ -101,3 +101,23 @@ def test_validate_refuses_a_sweep_of_no_seeds_in_one_line(capsys, monkeypatch):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.strip() == "infralab validate: argument --seeds: expected a whole number >= 1, got '0'"
+
+
+def test_a_mutant_that_does_not_load_is_a_hole_not_a_catch():
+    """A mutant built from the reference's source fails to load when the reference changed under it; every
+    test then fails with the target's own error. Those failures must not count as catching the mistake."""
+    from infralab.soundness import analyze
+    ex = COURSE.exercise("part05_quantization.w4a16")
+
+    def case(target, outcome, message="", visibility="hidden"):
+        return {"nodeid": f"graders/x.py::t[{target}]", "name": "t", "exercise": ex.id, "visibility": visibility,
+                "outcome": outcome, "message": message, "target": target, "base_seed": 0}
+    broken = "TargetError: fixtures/.../old.py does not import: ValueError: edit of w4a16_kernel: ..."
+    record = {"exercises": [{"tests": [
+        case("solutions", "passed"), case("exercises", "failed", "NotImplementedError"),
+        case(f"mutant:{ex.id}:old", "failed", broken), case(f"mutant:{ex.id}:old", "failed", broken, "visible"),
+        case(f"mutant:{ex.id}:real", "failed", "Mismatch: ..."),
+        case(f"mutant:{ex.id}:real", "failed", "Mismatch: ...", "visible")]}]}
+    s = analyze(COURSE, (ex,), record)[0]
+    assert s.mutants == {"old": 0, "real": 1} and s.mutants_visible == {"old": 0, "real": 1}
+    assert s.broken_mutants == ["old"] and not s.sound and any("old" in h for h in s.holes)

@@ -31,6 +31,10 @@ MESSAGES = {
     ),
     "seeds.kind_visible": ("visible", "可见"),
     "seeds.kind_hidden": ("hidden", "隐藏"),
+    "seeds.mutant_broken": (
+        "mutant {mutant} does not load, so no test catches it (rebuild it against the current reference): {message}",
+        "错误实现 {mutant} 无法加载，因此没有任何测试真正抓住它（请按当前参考实现重建）：{message}",
+    ),
     "seeds.stub_passes": (
         "the stub passes {visibility} test {test}",
         "桩代码通过了{visibility}测试 {test}",
