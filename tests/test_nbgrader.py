@@ -36,10 +36,19 @@ def _student_version(source: str) -> str:
     return cell.source
 
 
-def _module_from(code: str) -> dict:
-    ns: dict = {"__name__": "answer_under_test"}
-    exec(compile(code, "<answer>", "exec"), ns)  # noqa: S102 - the course's own code
-    return ns
+def _module_from(code: str, package: str | None = None) -> dict:
+    """Run an answer cell as a module; a capstone's cell (relative imports of the parts it uses) runs as a
+    module of ``package``, a part of the reference solutions loaded as a target."""
+    import types
+    name = "answer_under_test" if package is None else f"{package}.answer_under_test"
+    module = types.ModuleType(name)
+    module.__package__ = package
+    sys.modules[name] = module  # dataclasses look their module up while the cell runs
+    try:
+        exec(compile(code, "<answer>", "exec"), module.__dict__)  # noqa: S102 - the course's own code
+    finally:
+        del sys.modules[name]
+    return module.__dict__
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=[ex.id for ex in EXERCISES])
@@ -51,8 +60,12 @@ def test_answer_cell_keeps_the_stub_and_hides_the_solution(ex):
     for node in ast.walk(ast.parse(stub)):  # every docstring of the stub is in the cell, word for word
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node, clean=False):
             assert ast.get_docstring(node, clean=False) in cell, f"{node.name}'s docstring is missing"
-    filled = _module_from(strip_solution_markers(cell))
-    student = _module_from(_student_version(cell))  # defines everything, raises nothing at import
+    package = None
+    if ex.uses:  # its relative imports resolve in a part of the reference solutions
+        from infralab.targets import InProcessTarget, parse_target
+        package = f"{InProcessTarget(parse_target('solutions', ROOT)).package}.{ex.part}"
+    filled = _module_from(strip_solution_markers(cell), package)
+    student = _module_from(_student_version(cell), package)  # defines everything, raises nothing at import
     for name in ex.public:
         assert name in filled and name in student, f"{name} missing from the answer cell"
 
