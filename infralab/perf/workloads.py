@@ -159,6 +159,13 @@ def _mm_reference(inp, opt):
         torch.backends.cuda.matmul.allow_tf32 = old
 
 
+# Attention gates: q of standard deviation 4 gives scores of standard deviation 4, so each output is
+# dominated by a few keys (|o| ~ 1); with q ~ N(0, 1) attention over thousands of keys averages V to
+# |o| ~ 0.02, and an output of zeros passes bf16's tolerance. No tolerance widens with the context
+# either: an output is a convex combination of V rows, its error does not grow with their number.
+PEAKY_Q = 4.0
+
+
 # --- flash_attention (forward, returns O and LSE) --------------------------------------------
 
 def _attn_inputs(shape, dtype, options, seed, device, ragged=False):
@@ -166,7 +173,8 @@ def _attn_inputs(shape, dtype, options, seed, device, ragged=False):
     dt = _dtype(dtype)
     B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
     s_k = S + 57 if ragged else S  # the gate: more keys than queries, where the causal alignment shows
-    return {"q": _randn((B, H, S, D), dt, g, device), "k": _randn((B, H, s_k, D), dt, g, device),
+    # q of standard deviation 4 (scores of standard deviation 4): see PEAKY_Q
+    return {"q": _randn((B, H, S, D), dt, g, device, scale=PEAKY_Q), "k": _randn((B, H, s_k, D), dt, g, device),
             "v": _randn((B, H, s_k, D), dt, g, device)}
 
 
@@ -204,7 +212,7 @@ def _decode_inputs(shape, dtype, options, seed, device, ragged=False):
     g = _gen(seed, device)
     dt = _dtype(dtype)
     B, HQ, HKV, S, D = shape["B"], shape["HQ"], shape["HKV"], shape["S"], shape["D"]
-    return {"q": _randn((B, HQ, D), dt, g, device), "k_cache": _randn((B, HKV, S, D), dt, g, device),
+    return {"q": _randn((B, HQ, D), dt, g, device, scale=PEAKY_Q), "k_cache": _randn((B, HKV, S, D), dt, g, device),
             "v_cache": _randn((B, HKV, S, D), dt, g, device),
             "seq_lens": (torch.randint(1, S + 1, (B,), generator=g, device=device, dtype=torch.int32) if ragged
                          else torch.full((B,), S, dtype=torch.int32, device=device))}
@@ -258,9 +266,7 @@ def _paged_inputs(shape, dtype, options, seed, device, ragged=False):
         lens = ramp[torch.randperm(B, generator=g, device=device)]
     else:
         lens = torch.full((B,), CTX, device=device)
-    # q of standard deviation 4: scores of standard deviation 4, so each output is dominated by a few keys
-    # (|o| ~ 1); with q ~ N(0, 1) attention over 8192 keys averages V to |o| ~ 0.02, and zeros would pass
-    return {"q": _randn((B, HQ, D), dt, g, device, scale=4.0),
+    return {"q": _randn((B, HQ, D), dt, g, device, scale=PEAKY_Q),
             "k_pool": _randn((num_blocks, BS, HKV, D), dt, g, device),
             "v_pool": _randn((num_blocks, BS, HKV, D), dt, g, device), "block_tables": tables.to(torch.int32),
             "context_lens": lens.to(torch.int32), "max_len": CTX}
@@ -363,12 +369,12 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("flash_attention", ("B", "H", "S", "D"), "flash_attention", _attn_inputs,
              call=lambda m, i, o: m.flash_attention(i["q"], i["k"], i["v"], causal=bool(o.get("causal", False))),
              reference=_attn_reference, baselines={"sdpa_flash": _sdpa_flash},
-             options={"causal": False}, reduction=lambda i: int(i["k"].shape[2]),
+             options={"causal": False},  # no reduction widening: PEAKY_Q
              output_names=("o", "lse"), gate_shapes=({"B": 2, "H": 3, "S": 1000, "D": 128},)),
     Workload("decode_attention", ("B", "HQ", "HKV", "S", "D"), "decode_attention", _decode_inputs,
              call=lambda m, i, o: m.decode_attention(i["q"], i["k_cache"], i["v_cache"], i["seq_lens"]),
              reference=_decode_reference, baselines={"sdpa_flash": _decode_sdpa_flash},
-             reduction=lambda i: int(i["k_cache"].shape[2]), output_names=("o", "lse"),
+             output_names=("o", "lse"),  # no reduction widening: PEAKY_Q
              gate_shapes=({"B": 5, "HQ": 32, "HKV": 8, "S": 3001, "D": 128},)),
     Workload("paged_decode", ("B", "HQ", "HKV", "CTX", "D", "BS"), "paged_decode_attention", _paged_inputs,
              call=lambda m, i, o: m.paged_decode_attention(i["q"], i["k_pool"], i["v_pool"], i["block_tables"],
