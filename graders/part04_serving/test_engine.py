@@ -21,7 +21,7 @@ from infralab.mistakes.part04_serving.engine import (
     CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, HIT_HOLDS_OTHER_TOKENS, PARAMS_IGNORED, chunk_logits,
     diagnose_positions, eos_diagnosis, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
     reference_logits)
-from infralab.testing import Mismatch, assert_close
+from infralab.testing import Mismatch, assert_close, expect
 
 MODULE = "part04_serving.engine"
 METRIC_KEYS = {"prompt_tokens", "generated_tokens", "cached_tokens", "preemptions", "ttft_steps", "tpot_steps",
@@ -95,8 +95,8 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scena
         refs, lambda: run_in_two_waves(impl, control, prompts, max_tokens), specific[scenario], positions))
     stats = engine.stats()  # whether this workload preempted depends on the seed: counted, not required
     per_request = sum(engine.metrics(r)["preemptions"] for r in range(len(prompts)))
-    assert per_request == stats["preemptions"], tr("engine.preemptions_counted", got=stats["preemptions"],
-                                                   want=per_request)
+    expect(per_request == stats["preemptions"], "engine.preemptions_counted", got=stats["preemptions"],
+           want=per_request)
 
 
 @pytest.mark.weight(2)
@@ -108,7 +108,7 @@ def test_preemption_keeps_every_generated_token(impl, seed, gen):
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=6, block_size=3, max_num_batched_tokens=12)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8))
     stats = engine.stats()
-    assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=6, block_size=3, stats=stats)
+    expect(stats["preemptions"] > 0, "engine.no_preemption", blocks=6, block_size=3, stats=stats)
     refs = [greedy_reference(weights, config, p, 8) for p in prompts]
     control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=3, max_num_batched_tokens=64)
     sp = impl(MODULE).SamplingParams(max_tokens=8)
@@ -128,7 +128,7 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
         engine.step()
         engine.step()
         rids.append(engine.add_request(p, sp))
-    assert rids == list(range(5)), tr("loop.not_equal", name="request ids", expected=list(range(5)), got=rids)
+    expect(rids == list(range(5)), "check.value", what="add_request() ids", expected=list(range(5)), got=rids)
     while engine.has_unfinished_requests():
         engine.step()
     refs = [greedy_reference(weights, config, p, 5) for p in prompts]
@@ -159,10 +159,13 @@ def test_step_returns_the_ids_finished_in_it(impl, seed, gen):
     for n, max_tokens in [(3, 2), (4, 1), (2, 3)]:
         engine.add_request(random_prompts(gen, [n])[0], sp(max_tokens=max_tokens))
     got = [engine.step() for _ in range(3)]
-    assert got == [[1], [0], [2]], tr("engine.finished_ids", step="0-2", got=got, want=[[1], [0], [2]])
-    assert not engine.has_unfinished_requests()
+    expect(got == [[1], [0], [2]], "engine.finished_ids", step="0-2", got=got, want=[[1], [0], [2]])
+    unfinished = engine.has_unfinished_requests()
+    expect(not unfinished, "check.value", what="has_unfinished_requests() after every request finished",
+           expected=False, got=unfinished)
     lengths = [len(engine.get_output(r)) for r in range(3)]
-    assert lengths == [2, 1, 3], tr("loop.not_equal", name="output lengths", expected=[2, 1, 3], got=lengths)
+    expect(lengths == [2, 1, 3], "check.value", what="len(get_output(r)) for r = 0, 1, 2", expected=[2, 1, 3],
+           got=lengths)
 
 
 # ---------------------------------------------------------------- sampling
@@ -223,18 +226,18 @@ def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
             2: dict(ttft_steps=2, tpot_steps=1.0, ttft_s=1.0, tpot_s=0.5, tokens_per_s=3 / 2.0)}
     for rid, figures in want.items():
         m = engine.metrics(rid)
-        assert set(m) == METRIC_KEYS, tr("engine.metric_keys", got=sorted(m), want=sorted(METRIC_KEYS))
+        expect(set(m) == METRIC_KEYS, "engine.metric_keys", got=sorted(m), want=sorted(METRIC_KEYS))
         figures.update(prompt_tokens=len(prompts[rid]), generated_tokens=[4, 2, 3][rid], cached_tokens=0,
                        preemptions=0)
         for key, value in figures.items():
-            assert m[key] == pytest.approx(value), tr("engine.metric", rid=rid, key=key, got=m[key], want=value)
+            expect(m[key] == pytest.approx(value), "engine.metric", rid=rid, metric=key, got=m[key], want=value)
     stats = engine.stats()
-    assert set(stats) == STATS_KEYS, tr("engine.stats_keys", got=sorted(stats), want=sorted(STATS_KEYS))
+    expect(set(stats) == STATS_KEYS, "engine.stats_keys", got=sorted(stats), want=sorted(STATS_KEYS))
     computed = sum(len(p) for p in prompts) + 3 + 1 + 2
-    assert stats["computed_tokens"] == computed, tr("engine.computed_tokens", got=stats["computed_tokens"],
-                                                    want=computed)
-    assert stats["steps"] == 5 and stats["generated_tokens"] == 9, tr("loop.not_equal", name="stats()",
-                                                                      expected="steps 5, generated 9", got=stats)
+    expect(stats["computed_tokens"] == computed, "engine.computed_tokens", got=stats["computed_tokens"], want=computed)
+    counts = (stats["steps"], stats["generated_tokens"])
+    expect(counts == (5, 9), "check.value", what="(stats()['steps'], stats()['generated_tokens'])", expected=(5, 9),
+           got=counts)
 
 
 @pytest.mark.weight(2)
@@ -253,10 +256,9 @@ def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_to
         e.generate([prompt[:5]], sp)  # 5 tokens: (5 - 1) // 2 = 2 blocks
     for e, want in [(roomy, [0, 6, 4]), (tight, [0, 4, 4])]:
         got = [e.metrics(r)["cached_tokens"] for r in range(3)]
-        assert got == want, tr("engine.cached_tokens", what="requests 0-2", got=got, want=want)
-        computed = 3 * 2 + 8 + 8 + 5 - sum(want)
-        assert e.stats()["computed_tokens"] == computed, tr("engine.computed_tokens",
-                                                            got=e.stats()["computed_tokens"], want=computed)
+        expect(got == want, "engine.cached_tokens", what="metrics(0..2)", got=got, want=want)
+        computed, counted = 3 * 2 + 8 + 8 + 5 - sum(want), e.stats()["computed_tokens"]
+        expect(counted == computed, "engine.computed_tokens", got=counted, want=computed)
 
 
 @pytest.mark.weight(2)
@@ -281,7 +283,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
     diagnosis = HIT_HOLDS_OTHER_TOKENS if cached != want else None
     assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=diagnosis)
     if cached != want:
-        raise Mismatch(tr("engine.cached_tokens", what="requests 0-2", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
+        raise Mismatch(tr("engine.cached_tokens", what="metrics(0..2)", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
 
 
 def test_bad_arguments_raise_value_error(impl, seed, gen):
