@@ -6,33 +6,41 @@ tests/test_crosscheck_part04_engine.py checks the reference engine against trans
 ``generate``). Models are tiny and float64; a near-tie (two logits within 1e-4) ends the comparison
 of that request, so a correct engine never fails on rounding.
 
-TODO(lead, after the llamaflags merge): Qwen2 (q/k/v bias) and Qwen3 (q/k norm) agreement tests:
-build the model with infralab.tiny_llama's Qwen options and compare greedy tokens with
-transformers' Qwen2ForCausalLM / Qwen3ForCausalLM; paged_forward handles those weights by their
-presence (the stub says how), the float64 reference here does not know them yet.
+Qwen2 (q/k/v bias) and Qwen3 (per-head q/k norm) weights (infralab.tiny_llama): paged_forward's logits
+against the float64 reference, which reads them as part01's llama does, and the engine's greedy
+tokens against transformers' Qwen2ForCausalLM / Qwen3ForCausalLM ``generate`` (up to its first
+near tie, infralab.tiny_llama.hf_greedy).
 """
 import pytest
 import torch
 
-from infralab.engine_checks import (assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps,
-                                    tiny_model)
+from infralab.engine_checks import assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps
 from infralab.i18n import tr
 from infralab.mistakes.part04_serving.engine import (
     CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, HIT_HOLDS_OTHER_TOKENS, PARAMS_IGNORED, chunk_logits,
-    diagnose_positions, eos_diagnosis, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
-    reference_logits)
+    diagnose_positions, eos_diagnosis, greedy_reference, hf_refs, paged_forward_mistakes, preemption_diagnosis,
+    qwen_diagnosis, reference_logits)
 from infralab.testing import Mismatch, assert_close, expect
+from infralab.tiny_llama import tiny_model
 
 MODULE = "part04_serving.engine"
 METRIC_KEYS = {"prompt_tokens", "generated_tokens", "cached_tokens", "preemptions", "ttft_steps", "tpot_steps",
                "ttft_s", "tpot_s", "tokens_per_s"}
 STATS_KEYS = {"steps", "computed_tokens", "cached_tokens", "generated_tokens", "preemptions"}
 
-CONFIGS = {
-    "gqa": {},
-    "mqa_wide_heads": {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
-    "mha_tied": {"num_key_value_heads": 4, "tie_word_embeddings": True},
+CONFIGS = {  # family, config overrides
+    "gqa": ("llama", {}),
+    "mqa_wide_heads": ("llama", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0}),
+    "mha_tied": ("llama", {"num_key_value_heads": 4, "tie_word_embeddings": True}),
+    "qwen2_qkv_bias": ("qwen2", {}),
+    "qwen3_qk_norm": ("qwen3", {}),
 }
+QWEN = {"qwen2": {"hidden_size": 32}, "qwen3": {"hidden_size": 32, "head_dim": 16}}  # cheap: HF builds them too
+
+
+def model(seed: int, family: str = "llama", hf: bool = False, **overrides):
+    """A float64 tiny model of ``family``: ``(weights, config, hf)`` (infralab.tiny_llama.tiny_model)."""
+    return tiny_model(family, seed, dtype=torch.float64, hf=hf, **overrides)
 
 
 # ---------------------------------------------------------------- paged_forward
@@ -40,7 +48,8 @@ CONFIGS = {
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_paged_forward_equals_the_llama_for_every_sequence_of_mixed_steps(impl, seed, gen, name):
-    weights, config = tiny_model(seed, **CONFIGS[name])
+    family, overrides = CONFIGS[name]
+    weights, config, _ = model(seed, family, **overrides)
     seqs = random_prompts(gen, [9, 8, 4, 5])
     steps = [[(0, 3), (1, 6)], [(1, 1), (0, 4), (2, 2)], [(0, 2), (1, 1), (2, 2), (3, 5)]]
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=3, gen=gen)
@@ -80,7 +89,7 @@ def run_in_two_waves(impl, engine, prompts, max_tokens):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scenario):
     num_blocks, block_size, budget, prefix = SCENARIOS[scenario]
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = workload(gen, prefix)
     max_tokens = 6
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
@@ -100,10 +109,27 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scena
 
 
 @pytest.mark.weight(2)
+@pytest.mark.parametrize("family", sorted(QWEN))
+def test_greedy_on_qwen_weights_equals_transformers_generate(impl, seed, gen, family):
+    """Qwen2's q/k/v biases and Qwen3's per-head q/k RMSNorm, read off the state dict, under chunked
+    prefill, preemption and a warm prefix cache: each request's greedy tokens equal transformers'
+    Qwen2ForCausalLM / Qwen3ForCausalLM ``generate`` on its prompt alone (fp32, up to a near tie)."""
+    pytest.importorskip("transformers")
+    weights, config, hf = model(seed, family, hf=True, **QWEN[family])
+    prompts = workload(gen, prefix=True)
+    num_blocks, block_size, budget, prefix = SCENARIOS["prefix_cache_preempting"]
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
+                                     max_num_batched_tokens=budget, enable_prefix_caching=prefix)
+    got = run_in_two_waves(impl, engine, prompts, 6)
+    assert_same_tokens(got, hf_refs(hf, prompts, 6), what=f"greedy on {family} weights vs transformers generate",
+                       diagnosis=qwen_diagnosis(weights, config, prompts, 6))
+
+
+@pytest.mark.weight(2)
 def test_preemption_keeps_every_generated_token(impl, seed, gen):
     """Request 0 alone needs the whole pool (10 + 8 - 1 tokens in 6 blocks of 3), so every request
     running beside it when it takes its last block is preempted first."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [10, 4, 7, 2])
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=6, block_size=3, max_num_batched_tokens=12)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8))
@@ -119,7 +145,7 @@ def test_preemption_keeps_every_generated_token(impl, seed, gen):
 
 @pytest.mark.weight(2)
 def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [7, 3, 8, 5, 2])
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=16, block_size=4, max_num_batched_tokens=6)
     sp = impl(MODULE).SamplingParams(max_tokens=5)
@@ -137,7 +163,7 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
 
 @pytest.mark.weight(2)
 def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [5, 3, 6])
     sp = impl(MODULE).SamplingParams
     alone = [greedy_reference(weights, config, p, 6)[0] for p in prompts]
@@ -153,7 +179,7 @@ def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
 
 @pytest.mark.weight(1)
 def test_step_returns_the_ids_finished_in_it(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=32)
     sp = impl(MODULE).SamplingParams
     for n, max_tokens in [(3, 2), (4, 1), (2, 3)]:
@@ -183,7 +209,7 @@ def reference_draw(logits: torch.Tensor, seed: int, temperature: float, top_k: i
 def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed, gen):
     """The i-th token of a request is its own seeded draw (seed + i) from the logits of its prefix.
     False-failure rate < 1e-5 (a uniform within ~1e-7 of a boundary of the cumulative distribution)."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     sp = impl(MODULE).SamplingParams
     prompts = random_prompts(gen, [5, 7, 4, 6])
     params = [dict(temperature=1.3, seed=seed % 1000, top_k=0), dict(temperature=0.7, top_k=5, seed=3),
@@ -207,7 +233,7 @@ def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed,
 
 @pytest.mark.weight(2)
 def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     ticks = [10.0 + 0.5 * i for i in range(40)]  # a fake clock: readings in order
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=2, max_num_batched_tokens=5,
                                      clock=ticks)
@@ -242,7 +268,7 @@ def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
 
 @pytest.mark.weight(2)
 def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_token(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     sp = impl(MODULE).SamplingParams(max_tokens=3)
     prompt = random_prompts(gen, [8])[0]
 
@@ -267,7 +293,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
     """A prompt made of the first two blocks of an earlier prompt and then its first block again: an
     engine that appended cached tokens to the block manager a second time registered a block under
     exactly that prefix, and hits a block whose K/V belongs to other tokens."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     bs = block_size
     x = random_prompts(gen, [2 * bs + 1])[0]
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=bs, max_num_batched_tokens=64,
@@ -287,7 +313,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
 
 
 def test_bad_arguments_raise_value_error(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=8, block_size=2, max_num_batched_tokens=8)
     sp = impl(MODULE).SamplingParams
     cases = [("[]", lambda: engine.add_request([], sp())), ("[-1]", lambda: engine.add_request([-1], sp())),

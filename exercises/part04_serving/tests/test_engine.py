@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from infralab.engine_checks import (assert_same_tokens, diagnose_eos, diagnose_with_control, dropped_before_preemption,
-                                    matches, random_prompts, run_paged_steps, tiny_model)
+                                    matches, random_prompts, run_paged_steps)
 from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close, expect
+from infralab.tiny_llama import tiny_model
 
 MODULE = "part04_serving.engine"
 
@@ -29,8 +30,10 @@ def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl,
 
 
 def model(golden):
-    """A float64 tiny LLaMA from the recorded seed."""
-    return tiny_model(int(torch.randint(0, 2**31, (1,), generator=golden.gen)))
+    """(weights, config) of a float64 tiny LLaMA from the recorded seed."""
+    weights, config, _ = tiny_model("llama", int(torch.randint(0, 2**31, (1,), generator=golden.gen)),
+                                    dtype=torch.float64)
+    return weights, config
 
 
 def positions_diagnosis(golden, weights, config, prompts, max_tokens):
