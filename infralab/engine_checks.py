@@ -14,17 +14,9 @@ import torch
 
 from infralab.i18n import tr
 from infralab.testing import Label, Mismatch
-from infralab.tiny_llama import random_llama_weights, tiny_llama_config
 
 TIE = 1e-4  # logits closer than this are a tie: fp32 attention inside the engine may flip them
 Refs = list  # [(tokens, gaps), ...] per request: the reference's greedy ids and top-2 logit gaps
-
-
-def tiny_model(seed: int, dtype: torch.dtype = torch.float64, **overrides: Any):
-    """(weights, config) of a random tiny LLaMA (hidden 64, 2 layers, vocabulary 128)."""
-    config = tiny_llama_config(**overrides)
-    weights = random_llama_weights(config, torch.Generator().manual_seed(seed))
-    return {k: t.to(dtype) for k, t in weights.items()}, config
 
 
 def random_prompts(gen: torch.Generator, lengths: list[int], vocab: int = 128) -> list[list[int]]:

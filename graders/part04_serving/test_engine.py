@@ -6,33 +6,41 @@ tests/test_crosscheck_part04_engine.py checks the reference engine against trans
 ``generate``). Models are tiny and float64; a near-tie (two logits within 1e-4) ends the comparison
 of that request, so a correct engine never fails on rounding.
 
-TODO(lead, after the llamaflags merge): Qwen2 (q/k/v bias) and Qwen3 (q/k norm) agreement tests:
-build the model with infralab.tiny_llama's Qwen options and compare greedy tokens with
-transformers' Qwen2ForCausalLM / Qwen3ForCausalLM; paged_forward handles those weights by their
-presence (the stub says how), the float64 reference here does not know them yet.
+Qwen2 (q/k/v bias) and Qwen3 (per-head q/k norm) weights (infralab.tiny_llama): paged_forward's logits
+against the float64 reference, which reads them as part01's llama does, and the engine's greedy
+tokens against transformers' Qwen2ForCausalLM / Qwen3ForCausalLM ``generate`` (up to its first
+near tie, infralab.tiny_llama.hf_greedy).
 """
 import pytest
 import torch
 
-from infralab.engine_checks import (assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps,
-                                    tiny_model)
+from infralab.engine_checks import assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps
 from infralab.i18n import tr
 from infralab.mistakes.part04_serving.engine import (
     CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, HIT_HOLDS_OTHER_TOKENS, PARAMS_IGNORED, chunk_logits,
-    diagnose_positions, eos_diagnosis, greedy_reference, paged_forward_mistakes, preemption_diagnosis,
-    reference_logits)
-from infralab.testing import Mismatch, assert_close
+    diagnose_positions, eos_diagnosis, greedy_reference, hf_refs, paged_forward_mistakes, preemption_diagnosis,
+    qwen_diagnosis, reference_logits)
+from infralab.testing import Mismatch, assert_close, expect
+from infralab.tiny_llama import tiny_model
 
 MODULE = "part04_serving.engine"
 METRIC_KEYS = {"prompt_tokens", "generated_tokens", "cached_tokens", "preemptions", "ttft_steps", "tpot_steps",
                "ttft_s", "tpot_s", "tokens_per_s"}
 STATS_KEYS = {"steps", "computed_tokens", "cached_tokens", "generated_tokens", "preemptions"}
 
-CONFIGS = {
-    "gqa": {},
-    "mqa_wide_heads": {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0},
-    "mha_tied": {"num_key_value_heads": 4, "tie_word_embeddings": True},
+CONFIGS = {  # family, config overrides
+    "gqa": ("llama", {}),
+    "mqa_wide_heads": ("llama", {"num_key_value_heads": 1, "head_dim": 32, "rope_theta": 500000.0}),
+    "mha_tied": ("llama", {"num_key_value_heads": 4, "tie_word_embeddings": True}),
+    "qwen2_qkv_bias": ("qwen2", {}),
+    "qwen3_qk_norm": ("qwen3", {}),
 }
+QWEN = {"qwen2": {"hidden_size": 32}, "qwen3": {"hidden_size": 32, "head_dim": 16}}  # cheap: HF builds them too
+
+
+def model(seed: int, family: str = "llama", hf: bool = False, **overrides):
+    """A float64 tiny model of ``family``: ``(weights, config, hf)`` (infralab.tiny_llama.tiny_model)."""
+    return tiny_model(family, seed, dtype=torch.float64, hf=hf, **overrides)
 
 
 # ---------------------------------------------------------------- paged_forward
@@ -40,7 +48,8 @@ CONFIGS = {
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_paged_forward_equals_the_llama_for_every_sequence_of_mixed_steps(impl, seed, gen, name):
-    weights, config = tiny_model(seed, **CONFIGS[name])
+    family, overrides = CONFIGS[name]
+    weights, config, _ = model(seed, family, **overrides)
     seqs = random_prompts(gen, [9, 8, 4, 5])
     steps = [[(0, 3), (1, 6)], [(1, 1), (0, 4), (2, 2)], [(0, 2), (1, 1), (2, 2), (3, 5)]]
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=3, gen=gen)
@@ -80,7 +89,7 @@ def run_in_two_waves(impl, engine, prompts, max_tokens):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scenario):
     num_blocks, block_size, budget, prefix = SCENARIOS[scenario]
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = workload(gen, prefix)
     max_tokens = 6
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
@@ -95,20 +104,37 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scena
         refs, lambda: run_in_two_waves(impl, control, prompts, max_tokens), specific[scenario], positions))
     stats = engine.stats()  # whether this workload preempted depends on the seed: counted, not required
     per_request = sum(engine.metrics(r)["preemptions"] for r in range(len(prompts)))
-    assert per_request == stats["preemptions"], tr("engine.preemptions_counted", got=stats["preemptions"],
-                                                   want=per_request)
+    expect(per_request == stats["preemptions"], "engine.preemptions_counted", got=stats["preemptions"],
+           want=per_request)
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("family", sorted(QWEN))
+def test_greedy_on_qwen_weights_equals_transformers_generate(impl, seed, gen, family):
+    """Qwen2's q/k/v biases and Qwen3's per-head q/k RMSNorm, read off the state dict, under chunked
+    prefill, preemption and a warm prefix cache: each request's greedy tokens equal transformers'
+    Qwen2ForCausalLM / Qwen3ForCausalLM ``generate`` on its prompt alone (fp32, up to a near tie)."""
+    pytest.importorskip("transformers")
+    weights, config, hf = model(seed, family, hf=True, **QWEN[family])
+    prompts = workload(gen, prefix=True)
+    num_blocks, block_size, budget, prefix = SCENARIOS["prefix_cache_preempting"]
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
+                                     max_num_batched_tokens=budget, enable_prefix_caching=prefix)
+    got = run_in_two_waves(impl, engine, prompts, 6)
+    assert_same_tokens(got, hf_refs(hf, prompts, 6), what=f"greedy on {family} weights vs transformers generate",
+                       diagnosis=qwen_diagnosis(weights, config, prompts, 6))
 
 
 @pytest.mark.weight(2)
 def test_preemption_keeps_every_generated_token(impl, seed, gen):
     """Request 0 alone needs the whole pool (10 + 8 - 1 tokens in 6 blocks of 3), so every request
     running beside it when it takes its last block is preempted first."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [10, 4, 7, 2])
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=6, block_size=3, max_num_batched_tokens=12)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8))
     stats = engine.stats()
-    assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=6, block_size=3, stats=stats)
+    expect(stats["preemptions"] > 0, "engine.no_preemption", blocks=6, block_size=3, stats=stats)
     refs = [greedy_reference(weights, config, p, 8) for p in prompts]
     control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=3, max_num_batched_tokens=64)
     sp = impl(MODULE).SamplingParams(max_tokens=8)
@@ -119,7 +145,7 @@ def test_preemption_keeps_every_generated_token(impl, seed, gen):
 
 @pytest.mark.weight(2)
 def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [7, 3, 8, 5, 2])
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=16, block_size=4, max_num_batched_tokens=6)
     sp = impl(MODULE).SamplingParams(max_tokens=5)
@@ -128,7 +154,7 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
         engine.step()
         engine.step()
         rids.append(engine.add_request(p, sp))
-    assert rids == list(range(5)), tr("loop.not_equal", name="request ids", expected=list(range(5)), got=rids)
+    expect(rids == list(range(5)), "check.value", what="add_request() ids", expected=list(range(5)), got=rids)
     while engine.has_unfinished_requests():
         engine.step()
     refs = [greedy_reference(weights, config, p, 5) for p in prompts]
@@ -137,7 +163,7 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
 
 @pytest.mark.weight(2)
 def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     prompts = random_prompts(gen, [5, 3, 6])
     sp = impl(MODULE).SamplingParams
     alone = [greedy_reference(weights, config, p, 6)[0] for p in prompts]
@@ -153,16 +179,19 @@ def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
 
 @pytest.mark.weight(1)
 def test_step_returns_the_ids_finished_in_it(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=32)
     sp = impl(MODULE).SamplingParams
     for n, max_tokens in [(3, 2), (4, 1), (2, 3)]:
         engine.add_request(random_prompts(gen, [n])[0], sp(max_tokens=max_tokens))
     got = [engine.step() for _ in range(3)]
-    assert got == [[1], [0], [2]], tr("engine.finished_ids", step="0-2", got=got, want=[[1], [0], [2]])
-    assert not engine.has_unfinished_requests()
+    expect(got == [[1], [0], [2]], "engine.finished_ids", step="0-2", got=got, want=[[1], [0], [2]])
+    unfinished = engine.has_unfinished_requests()
+    expect(not unfinished, "check.value", what="has_unfinished_requests() after every request finished",
+           expected=False, got=unfinished)
     lengths = [len(engine.get_output(r)) for r in range(3)]
-    assert lengths == [2, 1, 3], tr("loop.not_equal", name="output lengths", expected=[2, 1, 3], got=lengths)
+    expect(lengths == [2, 1, 3], "check.value", what="len(get_output(r)) for r = 0, 1, 2", expected=[2, 1, 3],
+           got=lengths)
 
 
 # ---------------------------------------------------------------- sampling
@@ -180,7 +209,7 @@ def reference_draw(logits: torch.Tensor, seed: int, temperature: float, top_k: i
 def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed, gen):
     """The i-th token of a request is its own seeded draw (seed + i) from the logits of its prefix.
     False-failure rate < 1e-5 (a uniform within ~1e-7 of a boundary of the cumulative distribution)."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     sp = impl(MODULE).SamplingParams
     prompts = random_prompts(gen, [5, 7, 4, 6])
     params = [dict(temperature=1.3, seed=seed % 1000, top_k=0), dict(temperature=0.7, top_k=5, seed=3),
@@ -204,7 +233,7 @@ def test_sampled_tokens_follow_each_requests_own_seed_and_parameters(impl, seed,
 
 @pytest.mark.weight(2)
 def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     ticks = [10.0 + 0.5 * i for i in range(40)]  # a fake clock: readings in order
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=2, max_num_batched_tokens=5,
                                      clock=ticks)
@@ -223,23 +252,23 @@ def test_metrics_and_stats_with_a_fake_clock(impl, seed, gen):
             2: dict(ttft_steps=2, tpot_steps=1.0, ttft_s=1.0, tpot_s=0.5, tokens_per_s=3 / 2.0)}
     for rid, figures in want.items():
         m = engine.metrics(rid)
-        assert set(m) == METRIC_KEYS, tr("engine.metric_keys", got=sorted(m), want=sorted(METRIC_KEYS))
+        expect(set(m) == METRIC_KEYS, "engine.metric_keys", got=sorted(m), want=sorted(METRIC_KEYS))
         figures.update(prompt_tokens=len(prompts[rid]), generated_tokens=[4, 2, 3][rid], cached_tokens=0,
                        preemptions=0)
         for key, value in figures.items():
-            assert m[key] == pytest.approx(value), tr("engine.metric", rid=rid, key=key, got=m[key], want=value)
+            expect(m[key] == pytest.approx(value), "engine.metric", rid=rid, metric=key, got=m[key], want=value)
     stats = engine.stats()
-    assert set(stats) == STATS_KEYS, tr("engine.stats_keys", got=sorted(stats), want=sorted(STATS_KEYS))
+    expect(set(stats) == STATS_KEYS, "engine.stats_keys", got=sorted(stats), want=sorted(STATS_KEYS))
     computed = sum(len(p) for p in prompts) + 3 + 1 + 2
-    assert stats["computed_tokens"] == computed, tr("engine.computed_tokens", got=stats["computed_tokens"],
-                                                    want=computed)
-    assert stats["steps"] == 5 and stats["generated_tokens"] == 9, tr("loop.not_equal", name="stats()",
-                                                                      expected="steps 5, generated 9", got=stats)
+    expect(stats["computed_tokens"] == computed, "engine.computed_tokens", got=stats["computed_tokens"], want=computed)
+    counts = (stats["steps"], stats["generated_tokens"])
+    expect(counts == (5, 9), "check.value", what="(stats()['steps'], stats()['generated_tokens'])", expected=(5, 9),
+           got=counts)
 
 
 @pytest.mark.weight(2)
 def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_token(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     sp = impl(MODULE).SamplingParams(max_tokens=3)
     prompt = random_prompts(gen, [8])[0]
 
@@ -253,10 +282,9 @@ def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_to
         e.generate([prompt[:5]], sp)  # 5 tokens: (5 - 1) // 2 = 2 blocks
     for e, want in [(roomy, [0, 6, 4]), (tight, [0, 4, 4])]:
         got = [e.metrics(r)["cached_tokens"] for r in range(3)]
-        assert got == want, tr("engine.cached_tokens", what="requests 0-2", got=got, want=want)
-        computed = 3 * 2 + 8 + 8 + 5 - sum(want)
-        assert e.stats()["computed_tokens"] == computed, tr("engine.computed_tokens",
-                                                            got=e.stats()["computed_tokens"], want=computed)
+        expect(got == want, "engine.cached_tokens", what="metrics(0..2)", got=got, want=want)
+        computed, counted = 3 * 2 + 8 + 8 + 5 - sum(want), e.stats()["computed_tokens"]
+        expect(counted == computed, "engine.computed_tokens", got=counted, want=computed)
 
 
 @pytest.mark.weight(2)
@@ -265,7 +293,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
     """A prompt made of the first two blocks of an earlier prompt and then its first block again: an
     engine that appended cached tokens to the block manager a second time registered a block under
     exactly that prefix, and hits a block whose K/V belongs to other tokens."""
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     bs = block_size
     x = random_prompts(gen, [2 * bs + 1])[0]
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=bs, max_num_batched_tokens=64,
@@ -281,11 +309,11 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
     diagnosis = HIT_HOLDS_OTHER_TOKENS if cached != want else None
     assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=diagnosis)
     if cached != want:
-        raise Mismatch(tr("engine.cached_tokens", what="requests 0-2", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
+        raise Mismatch(tr("engine.cached_tokens", what="metrics(0..2)", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
 
 
 def test_bad_arguments_raise_value_error(impl, seed, gen):
-    weights, config = tiny_model(seed)
+    weights, config, _ = model(seed)
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=8, block_size=2, max_num_batched_tokens=8)
     sp = impl(MODULE).SamplingParams
     cases = [("[]", lambda: engine.add_request([], sp())), ("[-1]", lambda: engine.add_request([-1], sp())),

@@ -40,8 +40,8 @@ MESSAGES = {
         "sampling.sample(最后位置的 logits, seed + i, 它自己的 temperature、top_k、top_p、min_p)",
     ),
     "engine.metric": (
-        "metrics({rid})[{key!r}] = {got}, expected {want}",
-        "metrics({rid})[{key!r}] = {got}，应为 {want}",
+        "metrics({rid})[{metric!r}] = {got}, expected {want}",
+        "metrics({rid})[{metric!r}] = {got}，应为 {want}",
     ),
     "engine.metric_keys": (
         "metrics() keys {got}, expected exactly {want}",

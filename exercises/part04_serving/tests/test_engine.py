@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from infralab.engine_checks import (assert_same_tokens, diagnose_eos, diagnose_with_control, dropped_before_preemption,
-                                    matches, random_prompts, run_paged_steps, tiny_model)
+                                    matches, random_prompts, run_paged_steps)
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close
+from infralab.testing import Mismatch, assert_close, expect
+from infralab.tiny_llama import tiny_model
 
 MODULE = "part04_serving.engine"
 
@@ -29,8 +30,10 @@ def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl,
 
 
 def model(golden):
-    """A float64 tiny LLaMA from the recorded seed."""
-    return tiny_model(int(torch.randint(0, 2**31, (1,), generator=golden.gen)))
+    """(weights, config) of a float64 tiny LLaMA from the recorded seed."""
+    weights, config, _ = tiny_model("llama", int(torch.randint(0, 2**31, (1,), generator=golden.gen)),
+                                    dtype=torch.float64)
+    return weights, config
 
 
 def positions_diagnosis(golden, weights, config, prompts, max_tokens):
@@ -73,7 +76,7 @@ def test_preemption_by_recompute_changes_no_token(impl, golden):
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=7, block_size=2, max_num_batched_tokens=16)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8))
     stats = engine.stats()
-    assert stats["preemptions"] > 0, tr("engine.no_preemption", blocks=7, block_size=2, stats=stats)
+    expect(stats["preemptions"] > 0, "engine.no_preemption", blocks=7, block_size=2, stats=stats)
     refs = [golden.ref.greedy_reference(weights, config, p, 8) for p in prompts]
     dropped, changed = golden.ref.DROPPED_ON_PREEMPTION, golden.ref.CHANGED_BY_PREEMPTION
     assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=diagnose_with_control(
@@ -97,9 +100,9 @@ def test_prefix_cache_hits_change_nothing_and_are_counted(impl, golden):
         positions_diagnosis(golden, weights, config, [shared] + prompts, 4)))
     for rid, want in [(0, 0), (1, 8), (2, 4)]:
         got_cached = engine.metrics(rid)["cached_tokens"]
-        assert got_cached == want, tr("engine.cached_tokens", what=f"request {rid}", got=got_cached, want=want)
-    assert engine.stats()["cached_tokens"] == 12, tr("engine.cached_tokens", what="stats()",
-                                                     got=engine.stats()["cached_tokens"], want=12)
+        expect(got_cached == want, "engine.cached_tokens", what=f"metrics({rid})", got=got_cached, want=want)
+    total = engine.stats()["cached_tokens"]
+    expect(total == 12, "engine.cached_tokens", what="stats()", got=total, want=12)
 
 
 def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, golden):
@@ -118,7 +121,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, gol
     want = [0, 8, 8]
     assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=label if cached != want else None)
     if cached != want:
-        raise Mismatch(tr("engine.cached_tokens", what="requests 0-2", got=cached, want=want), label)
+        raise Mismatch(tr("engine.cached_tokens", what="metrics(0..2)", got=cached, want=want), label)
 
 
 def test_eos_ends_a_request_and_is_its_last_token(impl, golden):
@@ -154,7 +157,7 @@ def test_sampling_is_reproducible_per_request_and_independent_of_the_batch(impl,
     assert_same_tokens([batch[1]], refs, what="request 1 (top_k=1) in a tempered batch", diagnosis=diagnose_with_control(
         refs, lambda: roomy(impl, weights, config, [prompts[1]], max_tokens=5), golden.ref.PARAMS_IGNORED))
     again = run(params, [0, 1, 2])
-    assert batch == again, tr("engine.not_reproducible", first=batch, second=again)
+    expect(batch == again, "engine.not_reproducible", first=batch, second=again)
     # request 2 waits for budget in the batch; alone it starts at once: the same tokens all the same
     assert_same_tokens([batch[2]], [(run(params, [2])[0], [1.0] * 5)], what="request 2 in a batch vs alone",
                        diagnosis=golden.ref.BATCH_DEPENDENT)
@@ -171,7 +174,7 @@ def test_metrics_count_steps_and_clock_seconds(impl, golden):
     engine.add_request(prompts[1], sp(max_tokens=2))   # t=1
     engine.add_request(prompts[2], sp(max_tokens=1))   # t=2; no budget left in step 0 (4 + 4 tokens)
     finished = [engine.step() for _ in range(3)]       # steps end at t=3, 4, 5
-    assert finished == [[], [1, 2], [0]], tr("engine.finished_ids", step="0-2", got=finished, want=[[], [1, 2], [0]])
+    expect(finished == [[], [1, 2], [0]], "engine.finished_ids", step="0-2", got=finished, want=[[], [1, 2], [0]])
     want = {0: {"ttft_steps": 1, "tpot_steps": 1.0, "ttft_s": 3.0, "tpot_s": 1.0, "tokens_per_s": 3 / 5},
             1: {"ttft_steps": 1, "tpot_steps": 1.0, "ttft_s": 2.0, "tpot_s": 1.0, "tokens_per_s": 2 / 3},
             2: {"ttft_steps": 2, "tpot_steps": None, "ttft_s": 2.0, "tpot_s": None, "tokens_per_s": 1 / 2}}
@@ -179,10 +182,10 @@ def test_metrics_count_steps_and_clock_seconds(impl, golden):
         m = engine.metrics(rid)
         for key, value in figures.items():
             ok = m[key] is None if value is None else m[key] == pytest.approx(value)
-            assert ok, tr("engine.metric", rid=rid, key=key, got=m[key], want=value)
+            expect(ok, "engine.metric", rid=rid, metric=key, got=m[key], want=value)
     stats = engine.stats()
     want_stats = {"steps": 3, "computed_tokens": 12 + 3, "cached_tokens": 0, "generated_tokens": 6, "preemptions": 0}
-    assert stats == want_stats, tr("loop.not_equal", name="stats()", expected=want_stats, got=stats)
+    expect(stats == want_stats, "check.value", what="stats()", expected=want_stats, got=stats)
 
 
 def test_a_request_that_cannot_be_served_is_refused(impl, golden):

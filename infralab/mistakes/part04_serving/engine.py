@@ -8,13 +8,15 @@ The visible tests reach everything here through the ``golden`` fixture.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
 
-from infralab.engine_checks import Refs, diagnose_eos, dropped_before_preemption, matches
-from infralab.mistakes.part01_transformer.llama import knob_forward
+from infralab.engine_checks import Refs, diagnose_eos, dropped_before_preemption, first_difference, matches
+from infralab.mistakes.part01_transformer.llama import MISTAKE_KNOBS, knob_forward
 from infralab.testing import Label
+from infralab.tiny_llama import hf_greedy
 
 POSITIONS_RESTART = ("positions restart at 0 in every chunk: a decode token gets position 0, its K/V goes to "
                      "slot 0 and it attends to itself only (a token's position is its place in its own sequence: "
@@ -58,17 +60,18 @@ PARAMS_IGNORED = ("a request was sampled with another request's parameters (each
                   "请求用了别的请求的采样参数（每一行都要用自己的 temperature、top_k、top_p、min_p 和 seed）")
 
 
-def reference_logits(weights, config, tokens: list[int]) -> torch.Tensor:
-    """Next-token logits (V,) after ``tokens``, by the float64 LLaMA on the whole sequence."""
-    return knob_forward(weights, config, torch.tensor([tokens]))[0, -1]
+def reference_logits(weights, config, tokens: list[int], **knobs) -> torch.Tensor:
+    """Next-token logits (V,) after ``tokens``, by the float64 LLaMA on the whole sequence (``knobs``:
+    knob_forward's switches of a known mistake)."""
+    return knob_forward(weights, config, torch.tensor([tokens]), **knobs)[0, -1]
 
 
 def greedy_reference(weights, config, prompt: list[int], max_tokens: int,
-                     eos: int | None = None) -> tuple[list[int], list[float]]:
+                     eos: int | None = None, **knobs) -> tuple[list[int], list[float]]:
     """The request alone, greedy: its generated ids and, per id, the gap to the runner-up logit."""
     tokens, out, gaps = list(prompt), [], []
     while len(out) < max_tokens:
-        logits = reference_logits(weights, config, tokens).double()
+        logits = reference_logits(weights, config, tokens, **knobs).double()
         top = logits.topk(2).values
         token = int(logits.argmax())
         tokens.append(token)
@@ -112,8 +115,43 @@ def chunk_logits(weights, config, ids: torch.Tensor, chunks: list[int]) -> torch
 
 
 def paged_forward_mistakes(weights, config, ids: torch.Tensor, chunks: list[int]) -> dict:
-    """Known mistakes of paged_forward as logits of one sequence fed in ``chunks``."""
-    return {ROPE_POSITIONS_RESTART: lambda: knob_forward(weights, config, ids, chunks, offset=False)[0],
-            TOP_LEFT_MASK: lambda: knob_forward(weights, config, ids, chunks, top_left=True)[0]}
+    """Known mistakes of paged_forward as logits of one sequence fed in ``chunks`` (with the Qwen
+    mistakes when the weights hold biases or q/k norms)."""
+    def variant(knobs):
+        return lambda: knob_forward(weights, config, ids, chunks, **knobs)[0]
+    knobs = {ROPE_POSITIONS_RESTART: {"offset": False}, TOP_LEFT_MASK: {"top_left": True}, **qwen_mistakes(weights)}
+    return {label: variant(k) for label, k in knobs.items()}
+
+
+def qwen_mistakes(weights) -> dict:
+    """part01's known mistakes of Qwen weights that apply to ``weights``: label -> knob_forward switches
+    (the bias mistakes where a ``*_proj.bias`` is present, the q/k-norm ones where ``q_norm`` is)."""
+    biased = any(name.endswith("_proj.bias") for name in weights)
+    qk_norm = any(name.endswith("q_norm.weight") for name in weights)
+    return {label: knobs for label, knobs in MISTAKE_KNOBS.items()
+            if ("skip_bias" in knobs and biased) or ("qk_norm" in knobs and qk_norm)}
+
+
+def qwen_diagnosis(weights, config, prompts: list[list[int]], max_tokens: int) -> Callable[[list], Label | None]:
+    """A lazy diagnosis: the first Qwen mistake (:func:`qwen_mistakes`) whose own greedy tokens the
+    outputs equal (tie-aware), computed on a failure only."""
+    def diagnose(got: list) -> Label | None:
+        for label, knobs in qwen_mistakes(weights).items():
+            wrong = [greedy_reference(weights, config, p, max_tokens, **knobs) for p in prompts]
+            if all(first_difference(list(o), w, g) is None for o, (w, g) in zip(got, wrong)):
+                return label
+        return None
+    return diagnose
+
+
+def hf_refs(hf, prompts: list[list[int]], max_tokens: int) -> Refs:
+    """transformers' greedy tokens of each prompt alone (infralab.tiny_llama.hf_greedy) as tie-aware
+    references: from HF's first near tie on a token's gap is 0, so the comparison stops there."""
+    refs = []
+    for prompt in prompts:
+        sequences, compared = hf_greedy(hf, torch.tensor([prompt]), max_tokens)
+        sure = compared - len(prompt)
+        refs.append((sequences[0, len(prompt):].tolist(), [math.inf] * sure + [0.0] * (max_tokens - sure)))
+    return refs
 
 
