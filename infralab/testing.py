@@ -50,7 +50,7 @@ class Mismatch(AssertionError):
         self.diagnosis = diagnosis
 
 
-def expect(condition: object, key: str, **fields: object) -> None:
+def expect(condition: object, key: str, /, **fields: object) -> None:
     """Raise :class:`Mismatch` with the catalogue message ``key`` (infralab/i18n, in the run's
     language, formatted with ``fields``) unless ``condition`` holds: the test's ``assert`` for a
     check a student can fail. ``fields`` are evaluated before the check, so pass values that are

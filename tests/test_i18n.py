@@ -35,3 +35,11 @@ def test_language_comes_from_the_option_then_the_environment_then_the_locale(mon
     assert i18n.tr("core.looks_like", "en", diagnosis="x") == "This looks like: x"
     with pytest.raises(ValueError):
         i18n.set_language("fr")
+
+
+def test_a_message_may_have_a_field_named_key_or_lang_or_condition():
+    """``tr`` and ``expect`` take their own arguments by position only, so no field name clashes with them."""
+    from infralab.testing import Mismatch, expect
+    assert i18n.tr("check.value", "en", what="x", got=1, expected=2, key=3, lang=4)
+    with pytest.raises(Mismatch):
+        expect(False, "check.value", what="x", got=1, expected=2, key=3, condition=4)

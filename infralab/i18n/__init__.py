@@ -95,14 +95,14 @@ def fields(text: str) -> set[str]:
     return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
-def tr(key: str, lang: str | None = None, **values: object) -> str:
+def tr(key: str, lang: str | None = None, /, **values: object) -> str:
     """The message ``key`` in ``lang`` (default: :func:`language`), formatted with ``values``."""
     texts = catalog()[key]
     text = texts[LANGS.index(_normalise(lang) or language())]
     return text.format(**values) if values or fields(text) else text
 
 
-def both(key: str, **values: object) -> str:
+def both(key: str, /, **values: object) -> str:
     """English, then Chinese, on two lines: for outputs read in either language (a gradebook)."""
     return f"{tr(key, 'en', **values)}\n{tr(key, 'zh', **values)}"
 
