@@ -4,6 +4,7 @@
 #   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions of part03 as a one-student class
 #   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu as a class
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
+#   bash benchmarks/h200_grade_gpu.sh diagnose    # first: one caged shape under pytest-timeout (stacks if it hangs)
 # TIMECAP (default 20): seconds of sampling per shape (grade --time-cap, bench --time-cap).
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
@@ -26,6 +27,12 @@ mkdir -p "$CLASS" "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
 python3 -c "import numpy, torch, triton; print('numpy', numpy.__version__, 'torch', torch.__version__, 'triton', triton.__version__)"
 case "$PHASE" in
+  diagnose)  # where a caged challenge spends its time: one shape, the judge's stacks dumped if it hangs
+    # (pytest-timeout prints every thread's stack at the limit; -s shows the judge's progress lines)
+    PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')  # -p unless installed
+    timeout "$LIMIT" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py --isolated --gpu \
+      --target solutions -k "vector_add-small" --perf-time-cap "$TIMECAP" --timeout 150 -s -q -p no:cacheprovider \
+      --durations 5 2>&1 | tail -120 | cut -c1-300 ;;
   reference)
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels solutions/part04_serving "$CLASS/reference/"
     timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES $PAGED --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
