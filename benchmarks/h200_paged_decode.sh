@@ -21,7 +21,8 @@ case "$PHASE" in
   bench)
     timeout 400 python3 -m infralab.cli bench "$EX" --target solutions --record "$OUT/h200-paged-decode-bench.json" 2>&1 \
       | tail -25 | cut -c1-400
-    timeout 150 python3 -m pytest -p infralab.plugin graders/part04_serving/test_paged_decode_kernel.py -m gpu \
+    timeout 150 python3 -m pytest $(python3 -c "from infralab.runner import plugin_args; print(*plugin_args())") \
+      graders/part04_serving/test_paged_decode_kernel.py -m gpu \
       --target solutions -q -n 0 2>&1 | tail -5 ;;
   mutants)
     for m in fixtures/mutants/part04_serving/paged_decode_kernel/*.py; do
