@@ -7,7 +7,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.mistakes.part04_serving import run_machine
 from infralab.mistakes.part04_serving.prefix_cache import (EVICTED_REFERENCED, EVICTS_WHILE_UNUSED, FORGETS_ON_FREE,
                                                            KEY_IGNORES_PREFIX, PARENT_FIRST, Model)
@@ -16,7 +16,40 @@ from infralab.testing import Mismatch
 MODULE = "part04_serving.prefix_cache"
 
 
+# Where a check is made and what it reads, in both languages (code stays as written)
+TWO_PROMPTS_SHARING_4_TOKENS = ('two prompts sharing 4 tokens', '两个共享 4 个 token 的提示')
+THE_SHARED_BLOCKS = ('the shared blocks', '共享的块')
+THE_THIRD_BLOCKS_DIFFER = ('the third blocks differ', '第三个块不同')
+REF_COUNTS_OF_THE_SHARED_BLOCKS = ('ref counts of the shared blocks', '各共享块的引用计数')
+AFTER_CACHING_1_2_3_4 = ('after caching [1, 2, 3, 4]', '缓存 [1, 2, 3, 4] 之后')
+ALLOCATING_3_4_1_2 = ('allocating [3, 4, 1, 2]', '分配 [3, 4, 1, 2] 时')
+REF_COUNTS = ('ref counts', '引用计数')
+AFTER_FREE = ('after free', '释放之后')
+ALLOCATING_AGAIN = ('allocating again', '再次分配时')
+THE_FIRST_TWO_BLOCKS = ('the first two blocks', '前两个块')
+A_AND_B_FREED = ('A and B freed', 'A 与 B 释放后')
+NEEDS_ONE_A_FREED_FIRST = ('one block needed, A released before B', '需要一个块、A 先于 B 释放时')
+THE_BLOCK_TAKEN = ('the block taken', '被取走的块')
+AFTER_EVICTING_A_S_2ND_BLOCK = ("after evicting A's 2nd block", '淘汰 A 的第 2 个块之后')
+A_FREED = ('A freed', 'A 释放后')
+ONE_UNUSED_BLOCK_LEFT = ('one unused block left', '只剩一个未使用的块时')
+ALLOCATING_1_2_5 = ('allocating [1, 2, 5]', '分配 [1, 2, 5] 时')
+BLOCK_TABLE = ('block table', '块表')
+B_HOLDS_2_BLOCKS = ('B holds 2 blocks', 'B 占用 2 个块时')
+PARTIAL_BLOCK = ('partial block', '未填满的块')
+AFTER_APPEND = ('after append', '追加之后')
+A_POOL_OF_1_BLOCK_OF_1_TOKEN = ('a pool of 1 block of 1 token', '只有 1 个块、每块 1 个 token 的池')
+A_NEW_CACHE = ('a new cache', '新建的缓存')
+REFERENCE_COUNTS = ('reference counts', '引用计数')
+AFTER_A_FAILED_ALLOCATION = ('after a failed allocation', '一次分配失败之后')
+REF_COUNT_OF_THE_SHARED_BLOCK = ('ref count of the shared block', '共享块的引用计数')
+AFTER_A_FAILED_APPEND = ('after a failed append', '一次追加失败之后')
+
+
 def expect(where, what, got, expected, diagnosis=None):
+    """``where`` and ``what``: code as written (language-neutral) or an (english, chinese) pair."""
+    __tracebackhide__ = True  # the student sees the message, not this helper
+    where, what = localized(where), localized(what)
     if got != expected:
         raise Mismatch(tr("part04.prefix_trace", where=where, what=what, got=got, expected=expected), diagnosis)
 
@@ -27,29 +60,29 @@ def test_a_shared_prefix_is_shared_and_the_rest_is_private(impl):
     c = impl(MODULE).PrefixCache(8, 2)
     a = c.allocate(0, [1, 2, 3, 4, 5])
     b = c.allocate(1, [1, 2, 3, 4, 9, 9])
-    expect("two prompts sharing 4 tokens", "the shared blocks", b[:2], a[:2])
-    expect("two prompts sharing 4 tokens", "the third blocks differ", b[2] != a[2], True)
-    expect("two prompts sharing 4 tokens", "ref counts of the shared blocks", [c.ref_count(x) for x in a[:2]], [2, 2])
-    expect("two prompts sharing 4 tokens", "num_cached_blocks()", c.num_cached_blocks(), 3)
+    expect(TWO_PROMPTS_SHARING_4_TOKENS, THE_SHARED_BLOCKS, b[:2], a[:2])
+    expect(TWO_PROMPTS_SHARING_4_TOKENS, THE_THIRD_BLOCKS_DIFFER, b[2] != a[2], True)
+    expect(TWO_PROMPTS_SHARING_4_TOKENS, REF_COUNTS_OF_THE_SHARED_BLOCKS, [c.ref_count(x) for x in a[:2]], [2, 2])
+    expect(TWO_PROMPTS_SHARING_4_TOKENS, "num_cached_blocks()", c.num_cached_blocks(), 3)
 
 
 def test_the_key_is_the_whole_prefix_not_the_block_alone(impl):
     c = impl(MODULE).PrefixCache(8, 2)
     c.allocate(0, [1, 2, 3, 4])
-    expect("after caching [1, 2, 3, 4]", "match([9, 9, 3, 4])", c.match([9, 9, 3, 4]), [], KEY_IGNORES_PREFIX)
-    expect("after caching [1, 2, 3, 4]", "match([3, 4, 5])", c.match([3, 4, 5]), [], KEY_IGNORES_PREFIX)
+    expect(AFTER_CACHING_1_2_3_4, "match([9, 9, 3, 4])", c.match([9, 9, 3, 4]), [], KEY_IGNORES_PREFIX)
+    expect(AFTER_CACHING_1_2_3_4, "match([3, 4, 5])", c.match([3, 4, 5]), [], KEY_IGNORES_PREFIX)
     table = c.allocate(1, [3, 4, 1, 2])
-    expect("allocating [3, 4, 1, 2]", "ref counts", [c.ref_count(x) for x in table], [1, 1], KEY_IGNORES_PREFIX)
+    expect(ALLOCATING_3_4_1_2, REF_COUNTS, [c.ref_count(x) for x in table], [1, 1], KEY_IGNORES_PREFIX)
 
 
 def test_a_freed_prefix_stays_cached_and_is_hit_again(impl):
     c = impl(MODULE).PrefixCache(4, 2)
     first = c.allocate(0, [1, 2, 3, 4, 5])
     c.free(0)
-    expect("after free", "num_free_blocks()", c.num_free_blocks(), 4)
-    expect("after free", "match([1, 2, 3, 4, 6])", c.match([1, 2, 3, 4, 6]), first[:2], FORGETS_ON_FREE)
+    expect(AFTER_FREE, "num_free_blocks()", c.num_free_blocks(), 4)
+    expect(AFTER_FREE, "match([1, 2, 3, 4, 6])", c.match([1, 2, 3, 4, 6]), first[:2], FORGETS_ON_FREE)
     again = c.allocate(1, [1, 2, 3, 4, 6])
-    expect("allocating again", "the first two blocks", again[:2], first[:2], FORGETS_ON_FREE)
+    expect(ALLOCATING_AGAIN, THE_FIRST_TWO_BLOCKS, again[:2], first[:2], FORGETS_ON_FREE)
 
 
 def test_eviction_takes_unused_blocks_first_then_the_least_recently_used(impl):
@@ -61,21 +94,21 @@ def test_eviction_takes_unused_blocks_first_then_the_least_recently_used(impl):
     c.free(0)
     b = c.allocate(1, [5, 6, 7, 8])
     c.free(1)
-    expect("A and B freed", "num_cached_blocks()", c.num_cached_blocks(), 4, FORGETS_ON_FREE)
+    expect(A_AND_B_FREED, "num_cached_blocks()", c.num_cached_blocks(), 4, FORGETS_ON_FREE)
     evicted = c.allocate(2, [9, 9])
-    expect("one block needed, A released before B", "the block taken", evicted, [a[1]],
+    expect(NEEDS_ONE_A_FREED_FIRST, THE_BLOCK_TAKEN, evicted, [a[1]],
            PARENT_FIRST if evicted == [a[0]] else None)
-    expect("after evicting A's 2nd block", "match(A)", c.match([1, 2, 3, 4]), [a[0]])
-    expect("after evicting A's 2nd block", "match(B)", c.match([5, 6, 7, 8]), b)
+    expect(AFTER_EVICTING_A_S_2ND_BLOCK, "match(A)", c.match([1, 2, 3, 4]), [a[0]])
+    expect(AFTER_EVICTING_A_S_2ND_BLOCK, "match(B)", c.match([5, 6, 7, 8]), b)
 
 
 def test_an_unused_block_is_taken_before_a_cached_one_is_evicted(impl):
     c = impl(MODULE).PrefixCache(3, 2)
     a = c.allocate(0, [1, 2, 3, 4])
     c.free(0)
-    expect("A freed", "num_cached_blocks()", c.num_cached_blocks(), 2, FORGETS_ON_FREE)
+    expect(A_FREED, "num_cached_blocks()", c.num_cached_blocks(), 2, FORGETS_ON_FREE)
     c.allocate(1, [7])
-    expect("one unused block left", "match([1, 2, 3, 4])", c.match([1, 2, 3, 4]), a, EVICTS_WHILE_UNUSED)
+    expect(ONE_UNUSED_BLOCK_LEFT, "match([1, 2, 3, 4])", c.match([1, 2, 3, 4]), a, EVICTS_WHILE_UNUSED)
 
 
 def test_a_hit_is_never_evicted_for_the_same_allocation(impl):
@@ -87,8 +120,8 @@ def test_a_hit_is_never_evicted_for_the_same_allocation(impl):
     c.allocate(1, [3, 4])
     c.free(1)
     table = c.allocate(2, [1, 2, 5])
-    expect("allocating [1, 2, 5]", "block table", [table[0], len(set(table))], [a[0], 2], EVICTED_REFERENCED)
-    expect("allocating [1, 2, 5]", "ref counts", [c.ref_count(x) for x in table], [1, 1], EVICTED_REFERENCED)
+    expect(ALLOCATING_1_2_5, BLOCK_TABLE, [table[0], len(set(table))], [a[0], 2], EVICTED_REFERENCED)
+    expect(ALLOCATING_1_2_5, REF_COUNTS, [c.ref_count(x) for x in table], [1, 1], EVICTED_REFERENCED)
 
 
 def test_a_hit_leaves_the_lru_order(impl):
@@ -99,7 +132,7 @@ def test_a_hit_leaves_the_lru_order(impl):
     c.allocate(0, [1, 2])
     c.free(0)
     c.allocate(1, [1, 2, 3])
-    expect("B holds 2 blocks", "num_free_blocks()", c.num_free_blocks(), 1, EVICTED_REFERENCED)
+    expect(B_HOLDS_2_BLOCKS, "num_free_blocks()", c.num_free_blocks(), 1, EVICTED_REFERENCED)
     try:
         table = c.allocate(2, [5, 6, 7])
     except MemoryError:
@@ -111,29 +144,29 @@ def test_a_hit_leaves_the_lru_order(impl):
 def test_append_caches_a_block_once_it_is_full(impl):
     c = impl(MODULE).PrefixCache(4, 2)
     c.allocate(0, [1, 2, 3])
-    expect("partial block", "match([1, 2, 3, 9])", len(c.match([1, 2, 3, 9])), 1)
+    expect(PARTIAL_BLOCK, "match([1, 2, 3, 9])", len(c.match([1, 2, 3, 9])), 1)
     table = c.append(0, [9])
-    expect("after append", "match([1, 2, 3, 9])", c.match([1, 2, 3, 9]), table)
-    expect("after append", "num_cached_blocks()", c.num_cached_blocks(), 2)
+    expect(AFTER_APPEND, "match([1, 2, 3, 9])", c.match([1, 2, 3, 9]), table)
+    expect(AFTER_APPEND, "num_cached_blocks()", c.num_cached_blocks(), 2)
 
 
 def test_errors_are_built_in_and_a_failed_allocation_changes_nothing(impl):
     for sizes in ((0, 2), (2, 0)):
         with pytest.raises(ValueError):
             impl(MODULE).PrefixCache(*sizes)
-    expect("a pool of 1 block of 1 token", "allocate(0, [5])", impl(MODULE).PrefixCache(1, 1).allocate(0, [5]), [0])
+    expect(A_POOL_OF_1_BLOCK_OF_1_TOKEN, "allocate(0, [5])", impl(MODULE).PrefixCache(1, 1).allocate(0, [5]), [0])
     c = impl(MODULE).PrefixCache(2, 2)
-    expect("a new cache", "reference counts", [c.ref_count(0), c.ref_count(1)], [0, 0])
+    expect(A_NEW_CACHE, REFERENCE_COUNTS, [c.ref_count(0), c.ref_count(1)], [0, 0])
     c.allocate(0, [1, 2, 3])
     with pytest.raises(ValueError):
         c.allocate(0, [4])
     with pytest.raises(MemoryError):
         c.allocate(1, [1, 2, 5, 6, 7])  # hit [1,2], needs 2 more, 0 free
-    expect("after a failed allocation", "ref count of the shared block", c.ref_count(c.block_table(0)[0]), 1)
-    expect("after a failed allocation", "num_free_blocks()", c.num_free_blocks(), 0)
+    expect(AFTER_A_FAILED_ALLOCATION, REF_COUNT_OF_THE_SHARED_BLOCK, c.ref_count(c.block_table(0)[0]), 1)
+    expect(AFTER_A_FAILED_ALLOCATION, "num_free_blocks()", c.num_free_blocks(), 0)
     with pytest.raises(MemoryError):
         c.append(0, [4, 5])
-    expect("after a failed append", "block_table(0)", len(c.block_table(0)), 2)
+    expect(AFTER_A_FAILED_APPEND, "block_table(0)", len(c.block_table(0)), 2)
     with pytest.raises(KeyError):
         c.free(7)
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.mistakes.part04_serving import run_machine
 from infralab.mistakes.part04_serving.scheduler import (ADMIT_AFTER_PREEMPT, LEAKED_BLOCKS, NO_CHUNKING, PREFILL_FIRST,
                                                         REQUEUE_BACK, VICTIM_OLDEST, Model, blocks_for, diagnose)
@@ -16,7 +16,22 @@ from infralab.testing import Mismatch
 MODULE = "part04_serving.scheduler"
 
 
+# Where a check is made and what it reads, in both languages (code stays as written)
+STEP_1 = ('step 1', '第 1 步')
+STEP_2 = ('step 2', '第 2 步')
+PREEMPTED = ('preempted', '被抢占的序列')
+SCHEDULED = ('scheduled', '被调度的序列')
+TOKENS_OF_C_KEPT = ('num_tokens(C) (its generated token is kept)', 'num_tokens(C)（已生成的 token 保留）')
+STEP_3 = ('step 3', '第 3 步')
+STEP_4 = ('step 4', '第 4 步')
+STEP_5 = ('step 5', '第 5 步')
+AFTER_EOS = ('after eos', '遇到 eos 之后')
+
+
 def expect(where, what, got, expected, diagnosis=None):
+    """``where`` and ``what``: code as written (language-neutral) or an (english, chinese) pair."""
+    __tracebackhide__ = True  # the student sees the message, not this helper
+    where, what = localized(where), localized(what)
     if got != expected:
         raise Mismatch(tr("part04.sched_trace", where=where, what=what, got=got, expected=expected), diagnosis)
 
@@ -32,18 +47,18 @@ def test_newest_is_preempted_and_requeued_at_the_front(impl):
     s = impl(MODULE).Scheduler(4, 2, 16)
     for seq, prompt in (("A", 4), ("B", 1), ("C", 1)):
         s.add_request(ord(seq), prompt, 4)
-    expect("step 1", "schedule()", s.schedule(),
+    expect(STEP_1, "schedule()", s.schedule(),
            {"scheduled": [[65, 0, 4], [66, 0, 1], [67, 0, 1]], "preempted": []})
     s.update()
     s.add_request(68, 1, 4)
     step = s.schedule()
-    expect("step 2", "preempted", step["preempted"], [67], VICTIM_OLDEST if step["preempted"] == [65] else None)
-    expect("step 2", "waiting_ids()", s.waiting_ids(), [67, 68], REQUEUE_BACK)
-    expect("step 2", "scheduled", step["scheduled"], [[65, 4, 1], [66, 1, 1]],
+    expect(STEP_2, PREEMPTED, step["preempted"], [67], VICTIM_OLDEST if step["preempted"] == [65] else None)
+    expect(STEP_2, "waiting_ids()", s.waiting_ids(), [67, 68], REQUEUE_BACK)
+    expect(STEP_2, SCHEDULED, step["scheduled"], [[65, 4, 1], [66, 1, 1]],
            ADMIT_AFTER_PREEMPT if len(step["scheduled"]) > 2 else None)
-    expect("step 2", "num_computed_tokens(C)", s.num_computed_tokens(67), 0)
-    expect("step 2", "block_table(C)", s.block_table(67), [])
-    expect("step 2", "num_tokens(C) (its generated token is kept)", s.num_tokens(67), 2)
+    expect(STEP_2, "num_computed_tokens(C)", s.num_computed_tokens(67), 0)
+    expect(STEP_2, "block_table(C)", s.block_table(67), [])
+    expect(STEP_2, TOKENS_OF_C_KEPT, s.num_tokens(67), 2)
 
 
 @pytest.mark.weight(2)
@@ -56,18 +71,18 @@ def test_decode_goes_first_and_a_long_prompt_is_chunked(impl):
     s.add_request(0, 3, 5)
     s.add_request(1, 6, 5)
     first = s.schedule()
-    expect("step 1", "schedule()", first, {"scheduled": [[0, 0, 3], [1, 0, 1]], "preempted": []},
+    expect(STEP_1, "schedule()", first, {"scheduled": [[0, 0, 3], [1, 0, 1]], "preempted": []},
            NO_CHUNKING if first["scheduled"] == [[0, 0, 3]] else None)
     s.update()
     s.add_request(2, 2, 5)
     second = s.schedule()
-    expect("step 2", "scheduled", second["scheduled"], [[0, 3, 1], [1, 1, 3]],
+    expect(STEP_2, SCHEDULED, second["scheduled"], [[0, 3, 1], [1, 1, 3]],
            PREFILL_FIRST if second["scheduled"][:1] == [[2, 0, 2]] else None)
     s.update()
-    expect("step 3", "scheduled", s.schedule()["scheduled"], [[0, 4, 1], [1, 4, 2], [2, 0, 1]])
-    expect("step 3", "update()", s.update(), [])
-    expect("step 3", "num_tokens(1)", s.num_tokens(1), 7)
-    expect("step 4", "scheduled", s.schedule()["scheduled"], [[0, 5, 1], [1, 6, 1], [2, 1, 1]])
+    expect(STEP_3, SCHEDULED, s.schedule()["scheduled"], [[0, 4, 1], [1, 4, 2], [2, 0, 1]])
+    expect(STEP_3, "update()", s.update(), [])
+    expect(STEP_3, "num_tokens(1)", s.num_tokens(1), 7)
+    expect(STEP_4, SCHEDULED, s.schedule()["scheduled"], [[0, 5, 1], [1, 6, 1], [2, 1, 1]])
 
 
 def test_preempted_sequence_recomputes_its_tokens_and_finishes(impl):
@@ -80,15 +95,15 @@ def test_preempted_sequence_recomputes_its_tokens_and_finishes(impl):
     s.add_request(1, 2, 3)
     s.schedule()
     s.update()
-    expect("step 2", "schedule()", s.schedule(), {"scheduled": [[0, 2, 1]], "preempted": [1]})
+    expect(STEP_2, "schedule()", s.schedule(), {"scheduled": [[0, 2, 1]], "preempted": [1]})
     s.update()
-    expect("step 3", "schedule()", s.schedule(), {"scheduled": [[0, 3, 1]], "preempted": []})
-    expect("step 3", "update()", s.update(), [0])
-    expect("step 3", "num_free_blocks()", s.num_free_blocks(), 3)
-    expect("step 4", "schedule()", s.schedule(), {"scheduled": [[1, 0, 3]], "preempted": []})
+    expect(STEP_3, "schedule()", s.schedule(), {"scheduled": [[0, 3, 1]], "preempted": []})
+    expect(STEP_3, "update()", s.update(), [0])
+    expect(STEP_3, "num_free_blocks()", s.num_free_blocks(), 3)
+    expect(STEP_4, "schedule()", s.schedule(), {"scheduled": [[1, 0, 3]], "preempted": []})
     s.update()
-    expect("step 5", "schedule()", s.schedule(), {"scheduled": [[1, 3, 1]], "preempted": []})
-    expect("step 5", "update()", s.update(), [1])
+    expect(STEP_5, "schedule()", s.schedule(), {"scheduled": [[1, 3, 1]], "preempted": []})
+    expect(STEP_5, "update()", s.update(), [1])
 
 
 def test_fcfs_nobody_overtakes_a_head_that_does_not_fit(impl):
@@ -98,17 +113,17 @@ def test_fcfs_nobody_overtakes_a_head_that_does_not_fit(impl):
     s.add_request(0, 3, 2)
     s.add_request(1, 4, 2)
     s.add_request(2, 1, 2)
-    expect("step 1", "schedule()", s.schedule(), {"scheduled": [[0, 0, 3]], "preempted": []})
-    expect("step 1", "waiting_ids()", s.waiting_ids(), [1, 2])
+    expect(STEP_1, "schedule()", s.schedule(), {"scheduled": [[0, 0, 3]], "preempted": []})
+    expect(STEP_1, "waiting_ids()", s.waiting_ids(), [1, 2])
 
 
 def test_eos_finishes_early_and_frees_the_blocks(impl):
     s = impl(MODULE).Scheduler(6, 2, 8)
     s.add_request(5, 3, 10)
     s.schedule()
-    expect("after eos", "update(eos=[5])", s.update(eos=[5]), [5])
-    expect("after eos", "num_free_blocks()", s.num_free_blocks(), 6)
-    expect("after eos", "running_ids()", s.running_ids(), [])
+    expect(AFTER_EOS, "update(eos=[5])", s.update(eos=[5]), [5])
+    expect(AFTER_EOS, "num_free_blocks()", s.num_free_blocks(), 6)
+    expect(AFTER_EOS, "running_ids()", s.running_ids(), [])
     with pytest.raises(KeyError):
         s.num_tokens(5)
 
