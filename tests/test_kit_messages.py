@@ -1,0 +1,138 @@
+"""Every text the kit itself shows a person comes from the catalogue.
+
+tests/test_assert_messages.py holds the course's tests to the catalogue; this scan holds the kit
+(``infralab/``, outside ``infralab/i18n``): an error raised at a user's input (``CourseError``,
+``InfralabError``, ``TargetError``, ``ValueError``, ...), a line the CLI prints, a performance
+verdict's reason, an argparse ``error``, a ``pytest.fail``/``skip``/``sys.exit`` text. Such a call
+given an f-string, or a string literal with a space in it (a sentence, not a machine word such as
+``"pass"`` or a field name), would show English under ``--lang zh``: write ``tr(key, **fields)``
+with the key in infralab/i18n. A ``tr(...)`` with a literal key must name a key of the catalogue
+with the same ``{fields}`` as its English text.
+
+An internal check that only a bug in the kit can trip (never a user's input) may stay English when
+its line carries the comment ``# kit bug, not a user message``. An AST scan of ~150 files: well
+under a second.
+"""
+import ast
+import builtins
+from pathlib import Path
+
+from infralab.i18n import catalog
+from tests.test_assert_messages import _called, _catalogue_problem
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT_BUG_MARK = "# kit bug, not a user message"
+# Calls whose text a person reads besides exceptions: printed lines, performance verdicts, and the
+# exits of pytest/sys/argparse, and course.yml's reader (``r.error(expected)``).
+SHOWN = {"print", "Verdict", "Decision", "fail", "skip", "exit", "error"}
+# Arguments that name where, not what: CourseError(file, key, expected, got), r.error(expected, key=...).
+STILL_ENGLISH = 158  # being converted: lowered by each commit, to 0
+FIRST_TEXT = {"CourseError": 2}
+NOT_TEXT = {"key", "file", "path"}
+BUILTIN_ERRORS = {name for name, obj in vars(builtins).items()
+                  if isinstance(obj, type) and issubclass(obj, BaseException)}
+
+
+def _is_sentence(node: ast.AST) -> bool:
+    """An f-string, a string literal with a space, or either joined with ``+``/``%``/``.format``."""
+    if isinstance(node, ast.BinOp):
+        return _is_sentence(node.left) or _is_sentence(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _is_sentence(node.func.value)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value.strip()
+
+
+def exception_names(trees: list[ast.Module]) -> set[str]:
+    """Python's exceptions and every class the kit derives from one (to any depth)."""
+    names = set(BUILTIN_ERRORS)
+    classes = [n for tree in trees for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    grown = True
+    while grown:
+        before = len(names)
+        names |= {c.name for c in classes if any(ast.unparse(b).split(".")[-1] in names for b in c.bases)}
+        grown = len(names) > before
+    return names
+
+
+def _shown_call(node: ast.Call, errors: set[str]) -> bool:
+    called = _called(node)
+    if called in errors:
+        return True
+    if called not in SHOWN:
+        return False
+    func = node.func
+    if called in ("fail", "skip", "exit") and isinstance(func, ast.Attribute):
+        return isinstance(func.value, ast.Name) and func.value.id in ("pytest", "sys")
+    if called == "error":  # parser.error(...), course.yml's r.error(...); not a logger's
+        return isinstance(func, ast.Attribute) and "log" not in ast.unparse(func.value)
+    return True
+
+
+def kit_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "infralab").rglob("*.py") if "i18n" not in p.relative_to(root).parts)
+
+
+def untranslated_messages(path: Path, root: Path = ROOT, errors: set[str] = BUILTIN_ERRORS) -> list[str]:
+    """``path:line: call`` (path relative to ``root``) of each text the file shows a person outside
+    the catalogue; ``errors``: the names of exception classes (:func:`exception_names`)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    messages = catalog()
+    found = []
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        line = "\n".join(lines[node.lineno - 1:(node.end_lineno or node.lineno)])
+        if KIT_BUG_MARK in line:
+            continue
+        where = f"{path.relative_to(root)}:{node.lineno}"
+        texts = [*node.args[FIRST_TEXT.get(_called(node), 0):],
+                 *(k.value for k in node.keywords if k.arg not in NOT_TEXT)]
+        if _shown_call(node, errors) and any(_is_sentence(a) for a in texts):
+            found.append(f"{where}: {_called(node)}(...) with English text outside the catalogue")
+        elif _called(node) == "tr" and node.args and isinstance(node.args[0], ast.Constant):
+            problem = _catalogue_problem(node.args[0], node.keywords, messages)
+            if problem:
+                found.append(f"{where}: tr: {problem}")
+    return found
+
+
+def test_every_text_the_kit_shows_a_person_comes_from_the_catalogue():
+    sources = kit_files(ROOT)
+    assert len(sources) > 60, "the scan found too few kit files: the glob is wrong"
+    errors = exception_names([ast.parse(path.read_text(encoding="utf-8")) for path in sources])
+    assert {"CourseError", "TargetError", "Rejected", "ValueError"} <= errors, "the exception scan is wrong"
+    found = [hit for path in sources for hit in untranslated_messages(path, ROOT, errors)]
+    assert len(found) <= STILL_ENGLISH, (f"{len(found)} texts the kit shows a person are English only "
+                       "(write tr(key, **fields) with the key in infralab/i18n):\n" + "\n".join(found))
+
+
+def test_the_scan_finds_each_kind_of_untranslated_message(tmp_path):
+    src = tmp_path / "case.py"
+    src.write_text(
+        'print(f"wrote {path}")\n'
+        'raise CourseError(path, "parts", "a list of parts", value)\n'
+        'raise ValueError("bad option " + name)\n'
+        'pytest.skip("needs a GPU")\n'
+        'parser.error("unknown option {}".format(name))\n'
+        'sys.exit(f"failed: {why}")\n'
+        'print(tr("no.such.key"))\n'
+        'raise CourseError(path, "parts", tr("core.looks_like"), value)\n'
+        'print(tr("core.looks_like", diagnosis=d))\n'
+        'raise ValueError(f"shape {shape}")  # kit bug, not a user message\n'
+        'record = Verdict(level="pass", decision="accept")\n'
+        'print(line)\n'
+        'log.error("a logger line for the kit developer")\n'
+        'raise KeyError(name)\n'
+        'raise r.error("a mapping of parts")\n'
+        'class Refused(RuntimeError): pass\n'
+        'class Closed(Refused): pass\n'
+        'raise Closed(f"socket closed at {n}")\n'
+        'raise CourseError(f"{root}/course.yml", f"parts[{i}]", tr("core.looks_like", diagnosis=d))\n'
+        'raise r.error(tr("core.looks_like", diagnosis=d), key=f"{r.key}.tests")\n', encoding="utf-8")
+    errors = exception_names([ast.parse(src.read_text(encoding="utf-8"))]) | {"CourseError"}
+    assert {"Refused", "Closed"} <= errors
+    hits = untranslated_messages(src, tmp_path, errors)
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18], hits
