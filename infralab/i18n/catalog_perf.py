@@ -85,4 +85,46 @@ MESSAGES = {
         "`{name}` is a torch.compile'd function",
         "`{name}` 是经 torch.compile 编译的函数",
     ),
+    # --- a perf: entry of course.yml (infralab/perf/spec.py) ------------------------------------
+    "perf.spec.not_arithmetic": ("not an arithmetic expression: {problem}", "不是算术表达式：{problem}"),
+    "perf.spec.unknown_name": ("unknown name {name!r} (known: {known})", "未知名称 {name!r}（已知：{known}）"),
+    "perf.spec.only_arithmetic": (
+        "only numbers, names and + - * / // ** are allowed, got {node}",
+        "只允许数字、名称和 + - * / // **，实际为 {node}",
+    ),
+    "perf.spec.threshold_mapping": (
+        "a mapping {{fraction: number, of: <ceiling>|baseline}}",
+        "映射 {{fraction: number, of: <ceiling>|baseline}}",
+    ),
+    "perf.spec.threshold_of": (
+        "'baseline' or a profile ceiling ({ceilings})",
+        "'baseline' 或硬件配置的某个上限（{ceilings}）",
+    ),
+    "perf.spec.threshold_fraction": (
+        "a number in (0, 10) for 'of: baseline' (10x is flagged), in (0, 2] for a ceiling",
+        "'of: baseline' 时为 (0, 10) 内的数（10 倍会被标记），上限时为 (0, 2] 内的数",
+    ),
+    "perf.spec.lower_case_name": ("a lower-case name", "小写名称"),
+    "perf.spec.formula_needed": (
+        "a formula string (metric {metric} needs it)",
+        "公式字符串（指标 {metric} 需要它）",
+    ),
+    "perf.spec.formula": ("a formula string", "公式字符串"),
+    "perf.spec.baseline": (
+        "one of workload {workload}'s baselines {baselines}",
+        "负载 {workload} 的基线之一 {baselines}",
+    ),
+    "perf.spec.options": ("a mapping with keys from {keys}", "键取自 {keys} 的映射"),
+    "perf.spec.shapes": ("a non-empty list of {{dim: size}} mappings", "非空的 {{dim: size}} 映射列表"),
+    "perf.spec.shape_dims": (
+        "a mapping with exactly the dimensions {dims}",
+        "恰好包含维度 {dims} 的映射",
+    ),
+    "perf.spec.positive_integer": ("a positive integer", "正整数"),
+    "perf.spec.valid_formula": ("a valid formula", "合法的公式"),
+    "perf.spec.positive_amount": ("a positive amount at shape {shape}", "在形状 {shape} 下为正的数量"),
+    "perf.spec.challenge_at_least_pass": (
+        "at least pass.fraction ({fraction:g})",
+        "不小于 pass.fraction（{fraction:g}）",
+    ),
 }
