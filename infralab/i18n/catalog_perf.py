@@ -127,4 +127,36 @@ MESSAGES = {
         "at least pass.fraction ({fraction:g})",
         "不小于 pass.fraction（{fraction:g}）",
     ),
+    # --- a hardware profile (hardware_profiles/*.yml, infralab/perf/profiles.py) ------------------
+    "perf.profile.ceiling_referred": (
+        "this ceiling (a challenge's threshold refers to it)",
+        "此上限（某个挑战的阈值引用了它）",
+    ),
+    "perf.profile.number_above": ("a number > {minimum:g}", "大于 {minimum:g} 的数"),
+    "perf.profile.identifier": ("a lower-case identifier", "小写标识符"),
+    "perf.profile.file_stem": ("the file's stem {stem!r}", "文件名（不含扩展名）{stem!r}"),
+    "perf.profile.name_patterns": ("a non-empty list of regular expressions", "非空的正则表达式列表"),
+    "perf.profile.valid_regex": ("a valid regular expression", "合法的正则表达式"),
+    "perf.profile.capability": ("[major, minor]", "[major, minor]（主版本号, 次版本号）"),
+    "perf.profile.memory_range": ("[min, max] in GiB", "以 GiB 为单位的 [min, max]"),
+    "perf.profile.min_le_max": ("min <= max", "min <= max（下限不大于上限）"),
+    "perf.profile.datasheet_peak": ("this datasheet peak", "此数据手册峰值"),
+    "perf.profile.ceiling_missing": ("this ceiling: {meaning}", "此上限：{meaning}"),
+    "perf.profile.ceiling_above_peak": (
+        "at most 1.05x peaks.{peak} ({value:g})",
+        "不超过 peaks.{peak} 的 1.05 倍（{value:g}）",
+    ),
+    "perf.profile.measured_date": (
+        "the date the ceilings were measured or estimated",
+        "测量或估计这些上限的日期",
+    ),
+    "perf.profile.calibrated_needs": ("present on a calibrated profile", "已校准的配置中必须存在"),
+    # what each ceiling a profile must give means
+    "perf.ceiling.copy_gbps": (
+        "device-to-device copy, bytes read + written per second (GB/s)",
+        "设备内拷贝，每秒读取 + 写入的字节数（GB/s）",
+    ),
+    "perf.ceiling.read_gbps": ("read-only reduction over a large buffer (GB/s)", "对大缓冲区的只读归约（GB/s）"),
+    "perf.ceiling.matmul_bf16_tflops": ("torch.matmul bf16 at 8192^3 (TFLOP/s)", "8192^3 规模的 bf16 torch.matmul（TFLOP/s）"),
+    "perf.ceiling.matmul_fp16_tflops": ("torch.matmul fp16 at 8192^3 (TFLOP/s)", "8192^3 规模的 fp16 torch.matmul（TFLOP/s）"),
 }
