@@ -101,4 +101,14 @@ MESSAGES = {
         "{what} ran out of time {strikes} times; further calls fail without running",
         "{what} 已超时 {strikes} 次；之后的调用不再运行，直接失败",
     ),
+    # --- the executor's memory group (infralab/judge/cgroup.py) --------------------------------
+    "cage.no_cgroup_hierarchy": (
+        "no memory cgroup hierarchy under /sys/fs/cgroup",
+        "/sys/fs/cgroup 下没有内存 cgroup 层级",
+    ),
+    "cage.no_cgroup": ("no memory cgroup for the executor ({error})", "执行器无法使用内存 cgroup（{error}）"),
+    "cage.no_cgroup_platform": (
+        "no memory cgroup: the cage is not made on this platform",
+        "没有内存 cgroup：此平台上不建立隔离笼",
+    ),
 }
