@@ -159,4 +159,35 @@ MESSAGES = {
     "perf.ceiling.read_gbps": ("read-only reduction over a large buffer (GB/s)", "对大缓冲区的只读归约（GB/s）"),
     "perf.ceiling.matmul_bf16_tflops": ("torch.matmul bf16 at 8192^3 (TFLOP/s)", "8192^3 规模的 bf16 torch.matmul（TFLOP/s）"),
     "perf.ceiling.matmul_fp16_tflops": ("torch.matmul fp16 at 8192^3 (TFLOP/s)", "8192^3 规模的 fp16 torch.matmul（TFLOP/s）"),
+    # --- a performance verdict (infralab/perf/decision.py) ------------------------------------
+    "perf.verdict.incorrect": ("correctness gate failed: {message}", "未通过正确性检查：{message}"),
+    "perf.verdict.flagged": ("flagged for the instructor's review: {flags}", "已标记，交由教师复核：{flags}"),
+    "perf.verdict.challenge": ("challenge bar met: {bar}{provisional}", "达到挑战线：{bar}{provisional}"),
+    "perf.verdict.pass": ("pass bar met: {bar}{provisional}", "达到及格线：{bar}{provisional}"),
+    "perf.verdict.below_pass": ("below the pass bar: {bar}{provisional}", "未达到及格线：{bar}{provisional}"),
+    "perf.verdict.provisional": (
+        " (provisional profile: thresholds from the datasheet)",
+        "（临时硬件配置：阈值来自数据手册）",
+    ),
+    "perf.flag.above_peak": (
+        "{achieved:,.0f} {unit} is above {factor}x the datasheet peak ({peak:,.0f} {unit})",
+        "{achieved:,.0f} {unit} 超过了数据手册峰值（{peak:,.0f} {unit}）的 {factor} 倍",
+    ),
+    "perf.flag.above_reference": (
+        "{ratio:.1f}x faster than the baseline: over {factor:g}x the reference",
+        "比基线快 {ratio:.1f} 倍：超过参考实现的 {factor:g} 倍",
+    ),
+    "perf.flag.wall_mismatch": (
+        "host wall time far above CUDA-event time: work outside the timed stream",
+        "主机墙钟时间远高于 CUDA 事件计时：有工作在被计时的流之外",
+    ),
+    "perf.bar.ratio": (">= {fraction:g}x baseline", ">= 基线的 {fraction:g} 倍"),
+    "perf.bar.absolute": (
+        ">= {value:,.0f} {unit} ({fraction:.0%} of {ceiling})",
+        ">= {value:,.0f} {unit}（{ceiling} 的 {fraction:.0%}）",
+    ),
+    "perf.bar.small_set": (
+        ">= {ratio:g}x baseline (working set < {factor}x L2: relative check only, with a margin for timing noise)",
+        ">= 基线的 {ratio:g} 倍（工作集 < {factor} 倍 L2：只做相对比较，并为计时噪声留出余量）",
+    ),
 }
