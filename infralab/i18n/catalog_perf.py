@@ -190,4 +190,17 @@ MESSAGES = {
         ">= {ratio:g}x baseline (working set < {factor}x L2: relative check only, with a margin for timing noise)",
         ">= 基线的 {ratio:g} 倍（工作集 < {factor} 倍 L2：只做相对比较，并为计时噪声留出余量）",
     ),
+    # --- infralab profile show|detect|calibrate (infralab/perf/profile_cmd.py) --------------------
+    "perf.profile_cmd.unknown": ("no profile {name!r} (registered: {names})", "没有硬件配置 {name!r}（已注册：{names}）"),
+    "perf.profile_cmd.no_perf": ("runs no perf challenge", "不运行性能挑战"),
+    "perf.profile_cmd.detected": (
+        "profile: {name} ({status}), ceilings: {ceilings}",
+        "硬件配置：{name}（{status}），上限：{ceilings}",
+    ),
+    "perf.profile_cmd.none": ("none", "无"),
+    "perf.profile_cmd.no_gpu": (
+        "infralab profile calibrate: no CUDA GPU on this machine; nothing to measure",
+        "infralab profile calibrate：本机没有 CUDA GPU；无可测量",
+    ),
+    "perf.profile_cmd.wrote": ("wrote {path} (calibrated: {ceilings})", "已写入 {path}（已校准：{ceilings}）"),
 }

@@ -332,7 +332,8 @@ class IsolatedTarget:
             self.failures[module_name] = TargetError(tr("targets.module_missing", origin=origin))
             raise self.failures[module_name]
         try:
-            answer, out = self._request(tr("cage.importing", origin=origin), {"op": "import", "module": module_name}, {},
+            answer, out = self._request(tr("cage.importing", origin=origin),
+                                        {"op": "import", "module": module_name}, {},
                                         timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s)
             if "error" in answer:
                 raise _exception(answer["error"], str(self.cage.tree))

@@ -41,7 +41,8 @@ def peak_for(profile: Profile, unit: str, dtype: str) -> float | None:
 
 def _bar(threshold: dict[str, Any], profile: Profile, unit: str) -> dict[str, Any]:
     if threshold["of"] == "baseline":
-        return {"kind": "ratio", "value": threshold["fraction"], "text": tr("perf.bar.ratio", fraction=threshold["fraction"])}
+        return {"kind": "ratio", "value": threshold["fraction"],
+                "text": tr("perf.bar.ratio", fraction=threshold["fraction"])}
     value = threshold["fraction"] * profile.ceiling(threshold["of"])
     return {"kind": "absolute", "value": value,
             "text": tr("perf.bar.absolute", value=value, unit=unit, fraction=threshold["fraction"],
@@ -83,7 +84,8 @@ def judge(*, challenge: dict[str, Any], profile: Profile, achieved: float, unit:
                        pass_bar, challenge_bar, fraction, flags)
     provisional = "" if profile.calibrated else tr("perf.verdict.provisional")
     if challenge_bar and _met(challenge_bar, achieved, ratio):
-        return Verdict("challenge", "accept", tr("perf.verdict.challenge", bar=challenge_bar["text"], provisional=provisional),
+        return Verdict("challenge", "accept",
+                       tr("perf.verdict.challenge", bar=challenge_bar["text"], provisional=provisional),
                        pass_bar, challenge_bar, fraction)
     if _met(pass_bar, achieved, ratio):
         return Verdict("pass", "accept", tr("perf.verdict.pass", bar=pass_bar["text"], provisional=provisional),

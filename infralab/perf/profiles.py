@@ -142,12 +142,13 @@ def parse_profile(file: Path | str, data: Any) -> Profile:
     ceilings = _mapping(file, "ceilings", d.get("ceilings"), None)
     for k in CEILINGS:
         if k not in ceilings:
-            raise CourseError(file, f"ceilings.{k}", tr("perf.profile.ceiling_missing", meaning=tr(f"perf.ceiling.{k}")))
+            raise CourseError(file, f"ceilings.{k}",
+                              tr("perf.profile.ceiling_missing", meaning=tr(f"perf.ceiling.{k}")))
     ceilings = {str(k): _number(file, f"ceilings.{k}", v) for k, v in ceilings.items()}
     for k, peak_key in (("copy_gbps", "bandwidth_gbps"), ("matmul_bf16_tflops", "bf16_tflops")):
         if ceilings[k] > 1.05 * peaks[peak_key]:
-            raise CourseError(file, f"ceilings.{k}", tr("perf.profile.ceiling_above_peak", peak=peak_key, value=peaks[peak_key]),
-                              ceilings[k])
+            raise CourseError(file, f"ceilings.{k}",
+                              tr("perf.profile.ceiling_above_peak", peak=peak_key, value=peaks[peak_key]), ceilings[k])
     measured = _mapping(file, "measured", d.get("measured"), None)
     if "date" not in measured:
         raise CourseError(file, "measured.date", tr("perf.profile.measured_date"))

@@ -135,8 +135,8 @@ def validate_challenge(file: Path | str, key: str, raw: dict[str, Any]) -> dict[
         if not isinstance(raw[k], str):
             raise CourseError(file, f"{key}.{k}", tr("perf.spec.formula"), raw[k])
     if raw["baseline"] not in wl.baselines:
-        raise CourseError(file, f"{key}.baseline", tr("perf.spec.baseline", workload=wl.name, baselines=sorted(wl.baselines)),
-                          raw["baseline"])
+        raise CourseError(file, f"{key}.baseline",
+                          tr("perf.spec.baseline", workload=wl.name, baselines=sorted(wl.baselines)), raw["baseline"])
     options = raw.get("options", {}) or {}
     if not isinstance(options, dict) or any(k not in wl.options for k in options):
         raise CourseError(file, f"{key}.options", tr("perf.spec.options", keys=sorted(wl.options)), options)
@@ -161,6 +161,7 @@ def validate_challenge(file: Path | str, key: str, raw: dict[str, Any]) -> dict[
     out["pass"] = _threshold(file, f"{key}.pass", raw["pass"])
     out["challenge"] = _threshold(file, f"{key}.challenge", raw["challenge"])
     if out["pass"]["of"] == out["challenge"]["of"] and out["pass"]["fraction"] > out["challenge"]["fraction"]:
-        raise CourseError(file, f"{key}.challenge.fraction", tr("perf.spec.challenge_at_least_pass", fraction=out["pass"]["fraction"]),
+        raise CourseError(file, f"{key}.challenge.fraction",
+                          tr("perf.spec.challenge_at_least_pass", fraction=out["pass"]["fraction"]),
                           out["challenge"]["fraction"])
     return out
