@@ -6,7 +6,7 @@ import importlib
 import sys
 
 from infralab.errors import InfralabError
-from infralab.i18n import LANGS, set_language
+from infralab.i18n import LANGS, set_language, tr
 from infralab.options import OneLineParser
 
 # name -> (module, one-line help)
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
     except InfralabError as e:
-        print(f"infralab {args.command}: {e}", file=sys.stderr)
+        print(tr("core.cli_error", command=args.command, error=e), file=sys.stderr)
         return 2
 
 

@@ -9,4 +9,6 @@ MESSAGES = {
         "This looks like: {diagnosis}",
         "看起来像：{diagnosis}",
     ),
+    "core.cli_error": ("infralab {command}: {error}", "infralab {command} 出错：{error}"),
+    "core.option_error": ("{option}: {problem}", "选项 {option}：{problem}"),
 }

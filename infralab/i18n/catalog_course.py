@@ -29,4 +29,5 @@ MESSAGES = {
     "course.part_id_once": ("a part id used once", "只出现一次的部分 id"),
     "course.exercise_id_once": ("an exercise id used once in its part", "在所属部分中只出现一次的练习 id"),
     "course.not_found": ("a course.yml in this folder or a parent", "本文件夹或其上级文件夹中的 course.yml"),
+    "course.weights_positive": ("weights must sum to a positive number, got {weights}", "权重之和必须为正数，实际为 {weights}"),
 }

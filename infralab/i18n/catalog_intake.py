@@ -107,4 +107,6 @@ MESSAGES = {
     "intake.yaml_syntax": ("valid YAML at line {line}, column {column} ({problem})",
                            "第 {line} 行第 {column} 列处的合法 YAML（{problem}）"),
     "intake.yaml_unreadable": ("a readable file ({error})", "可读取的文件（{error}）"),
+    "intake.ray_missing": ("--backend ray needs Ray: pip install 'infralab[ray]'", "--backend ray 需要 Ray：pip install 'infralab[ray]'"),
+    "intake.ray_not_started": ("Ray did not start: {error}", "Ray 未能启动：{error}"),
 }

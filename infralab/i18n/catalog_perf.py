@@ -203,4 +203,8 @@ MESSAGES = {
         "infralab profile calibrate：本机没有 CUDA GPU；无可测量",
     ),
     "perf.profile_cmd.wrote": ("wrote {path} (calibrated: {ceilings})", "已写入 {path}（已校准：{ceilings}）"),
+    "perf.challenge_other_profiles": (
+        "challenge {id} is declared for {profiles}, not {profile}",
+        "挑战 {id} 只为 {profiles} 声明，不适用于 {profile}",
+    ),
 }
