@@ -43,7 +43,8 @@ def require_positive(option: str, value: float) -> None:
     """The rule of :func:`positive_number` for values that did not come through argparse."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         from infralab.errors import InfralabError
-        raise InfralabError(f"{option}: {tr('intake.expected_number_above', minimum=0, value=str(value))}")
+        raise InfralabError(tr("core.option_error", option=option,
+                               problem=tr("intake.expected_number_above", minimum=0, value=str(value))))
 
 
 positive_int = whole_number(1)  # --jobs

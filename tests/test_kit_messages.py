@@ -19,8 +19,13 @@ import builtins
 import re
 from pathlib import Path
 
+import pytest
+
 from infralab.i18n import catalog
+from infralab.judge.minicourse import rmsnorm_course
 from tests.test_assert_messages import _called, _catalogue_problem
+from tests.test_cli_inputs import one_line_error
+from tests.test_i18n import CJK
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT_BUG_MARK = "# kit bug, not a user message"
@@ -147,3 +152,22 @@ def test_the_scan_finds_each_kind_of_untranslated_message(tmp_path):
     assert {"Refused", "Closed"} <= errors
     hits = untranslated_messages(src, tmp_path, errors)
     assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23], hits
+
+
+@pytest.fixture
+def chinese(monkeypatch):
+    """``--lang zh`` sets INFRALAB_LANG for the process: restored after the test."""
+    monkeypatch.setenv("INFRALAB_LANG", "en")
+
+
+def test_a_broken_course_yml_key_is_one_chinese_line_naming_the_file_and_key(capsys, tmp_path, chinese):
+    root = rmsnorm_course(tmp_path / "course")
+    course_yml = root / "course.yml"
+    course_yml.write_text(course_yml.read_text(encoding="utf-8").replace("  id: ", "  idd: ", 1), encoding="utf-8")
+    err = one_line_error(capsys, ["--lang", "zh", "check", "--course", str(root)])
+    assert str(course_yml) in err and "course.idd" in err and CJK.search(err), err
+
+
+def test_a_bad_option_value_speaks_the_language_of_lang(capsys, chinese):
+    err = one_line_error(capsys, ["--lang", "zh", "grade", "x", "--out", "o", "--seed", "-1"])
+    assert "--seed" in err and CJK.search(err), err
