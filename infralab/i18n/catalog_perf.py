@@ -207,4 +207,8 @@ MESSAGES = {
         "challenge {id} is declared for {profiles}, not {profile}",
         "挑战 {id} 只为 {profiles} 声明，不适用于 {profile}",
     ),
+    "perf.too_few_outputs": (
+        "expected {expected} outputs ({names}), got {got}",
+        "应有 {expected} 个输出（{names}），实际为 {got} 个",
+    ),
 }
