@@ -17,6 +17,7 @@ under a second.
 import ast
 import builtins
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,12 @@ def _shown_call(node: ast.Call, errors: set[str]) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
+def _parsed(path: Path) -> tuple[str, ast.Module]:
+    text = path.read_text(encoding="utf-8")
+    return text, ast.parse(text, filename=str(path))
+
+
 def kit_files(root: Path) -> list[Path]:
     return sorted(p for p in (root / "infralab").rglob("*.py") if "i18n" not in p.relative_to(root).parts)
 
@@ -88,11 +95,11 @@ def kit_files(root: Path) -> list[Path]:
 def untranslated_messages(path: Path, root: Path = ROOT, errors: set[str] = BUILTIN_ERRORS) -> list[str]:
     """``path:line: call`` (path relative to ``root``) of each text the file shows a person outside
     the catalogue; ``errors``: the names of exception classes (:func:`exception_names`)."""
-    text = path.read_text(encoding="utf-8")
+    text, tree = _parsed(path)
     lines = text.splitlines()
     messages = catalog()
     found = []
-    for node in ast.walk(ast.parse(text, filename=str(path))):
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         line = "\n".join(lines[node.lineno - 1:(node.end_lineno or node.lineno)])
@@ -113,7 +120,7 @@ def untranslated_messages(path: Path, root: Path = ROOT, errors: set[str] = BUIL
 def test_every_text_the_kit_shows_a_person_comes_from_the_catalogue():
     sources = kit_files(ROOT)
     assert len(sources) > 60, "the scan found too few kit files: the glob is wrong"
-    errors = exception_names([ast.parse(path.read_text(encoding="utf-8")) for path in sources])
+    errors = exception_names([_parsed(path)[1] for path in sources])
     assert {"CourseError", "TargetError", "Rejected", "ValueError"} <= errors, "the exception scan is wrong"
     found = [hit for path in sources for hit in untranslated_messages(path, ROOT, errors)]
     assert not found, (f"{len(found)} texts the kit shows a person are English only "
@@ -148,7 +155,7 @@ def test_the_scan_finds_each_kind_of_untranslated_message(tmp_path):
         'print(f"{name} ok")\n'
         'console.print(f"[red]{name}[/]: {hole}")\n'
         'return Verdict("below pass", "tune", tr("core.looks_like", diagnosis=d))\n', encoding="utf-8")
-    errors = exception_names([ast.parse(src.read_text(encoding="utf-8"))]) | {"CourseError"}
+    errors = exception_names([_parsed(src)[1]]) | {"CourseError"}
     assert {"Refused", "Closed"} <= errors
     hits = untranslated_messages(src, tmp_path, errors)
     assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23], hits
@@ -171,3 +178,10 @@ def test_a_broken_course_yml_key_is_one_chinese_line_naming_the_file_and_key(cap
 def test_a_bad_option_value_speaks_the_language_of_lang(capsys, chinese):
     err = one_line_error(capsys, ["--lang", "zh", "grade", "x", "--out", "o", "--seed", "-1"])
     assert "--seed" in err and CJK.search(err), err
+
+
+def test_argparse_own_errors_speak_the_run_language(capsys, chinese):
+    err = one_line_error(capsys, ["--lang", "zh", "check", "--target"])
+    assert "--target" in err and CJK.search(err), err
+    err = one_line_error(capsys, ["--lang", "en", "check", "--target"])
+    assert err == "infralab check: argument --target: expected one argument"
