@@ -17,13 +17,13 @@ from infralab.targets import parse_target
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default="exercises",
-                   help="exercises (default), solutions, a submission folder, or mutant:<part>.<exercise>:<name>")
-    p.add_argument("--part", action="append", help="only this part (repeatable)")
-    p.add_argument("--exercise", action="append", help="only this exercise, e.g. rope or part01_transformer.rope")
-    p.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
-    p.add_argument("--json", action="store_true", help="print the result record as JSON instead of a table")
-    p.add_argument("--seed", type=seed_int, default=None, help="repeat a run with this base seed")
-    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+                   help=tr("help.common.target"))
+    p.add_argument("--part", action="append", help=tr("help.common.part"))
+    p.add_argument("--exercise", action="append", help=tr("help.check.exercise"))
+    p.add_argument("--hidden", action="store_true", help=tr("help.common.hidden"))
+    p.add_argument("--json", action="store_true", help=tr("help.check.json"))
+    p.add_argument("--seed", type=seed_int, default=None, help=tr("help.check.seed"))
+    p.add_argument("--course", default=None, help=tr("help.common.course"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -314,8 +314,7 @@ class GoldenCase:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("infralab").addoption(
         "--update-golden", dest="infralab_update_golden", action="store_true",
-        help="record the golden expectations of the visible tests that use the golden fixture "
-             "(dev tree only; run with --target solutions -n 0)")
+        help=tr("help.pytest.update_golden"))
 
 
 _STORES = pytest.StashKey[dict]()

@@ -314,32 +314,28 @@ def write_class_gradebook(course: Course, out: Path, exercise_ids: list[str]) ->
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", nargs="*", type=Path,
-                   help="submission folders or zips, or class folders holding them")
-    p.add_argument("--out", type=Path, help="where the gradebook and per-student outputs go (required unless --notebooks)")
+                   help=tr("help.grade.submissions"))
+    p.add_argument("--out", type=Path, help=tr("help.grade.out"))
     p.add_argument("--notebooks", type=Path, default=None, metavar="SUBMITTED_DIR",
-                   help="grade nbgrader's submitted notebooks into nbgrader's gradebook instead (docs/notebooks.md)")
-    p.add_argument("--db", default=None, help="with --notebooks: the gradebook URL (default: the course directory's sqlite)")
-    p.add_argument("--part", action="append", default=[], help="grade only this part (repeatable)")
-    p.add_argument("--exercise", action="append", default=[], help="grade only this exercise (repeatable)")
+                   help=tr("help.grade.notebooks"))
+    p.add_argument("--db", default=None, help=tr("help.grade.db"))
+    p.add_argument("--part", action="append", default=[], help=tr("help.common.grade_part"))
+    p.add_argument("--exercise", action="append", default=[], help=tr("help.common.grade_exercise"))
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
-                   help="submissions graded at once (default: one per core)")
-    p.add_argument("--seed", type=seed_int, default=0, help="the grading seed (the same seed gives the same verdicts)")
-    p.add_argument("--visible", action="store_true", help="also run the visible tests")
+                   help=tr("help.grade.jobs"))
+    p.add_argument("--seed", type=seed_int, default=0, help=tr("help.grade.seed"))
+    p.add_argument("--visible", action="store_true", help=tr("help.grade.visible"))
     p.add_argument("--call-timeout", type=positive_number, default=None,
-                   help=f"seconds one call into student code may take (default {CALL_TIMEOUT_S[False]:g}; "
-                        f"{CALL_TIMEOUT_S[True]:g} with --gpu: a first call compiles and autotunes)")
+                   help=tr("help.grade.call_timeout", cpu=CALL_TIMEOUT_S[False], gpu=CALL_TIMEOUT_S[True]))
     p.add_argument("--timeout", type=positive_number, default=None,
-                   help=f"seconds of student code per exercise, each has an executor of its own (default "
-                        f"{BUDGET_S[False]:g}; {BUDGET_S[True]:g} with --gpu: the challenges' timing)")
+                   help=tr("help.grade.timeout", cpu=BUDGET_S[False], gpu=BUDGET_S[True]))
     p.add_argument("--gpu", action="store_true",
-                   help="run gpu tests and performance challenges in the cage, one GPU per worker, timed on the "
-                        "judge's clock (docs/grading.md); needs a CUDA GPU")
+                   help=tr("help.grade.gpu"))
     p.add_argument("--time-cap", type=positive_number, default=20.0,
-                   help="with --gpu: seconds of sampling per challenge shape, candidate and baseline together "
-                        "(default 20)")
-    p.add_argument("--memory", type=positive_number, default=4.0, help="GiB of address space for the executor (CPU only)")
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
+                   help=tr("help.grade.time_cap"))
+    p.add_argument("--memory", type=positive_number, default=4.0, help=tr("help.grade.memory"))
+    p.add_argument("--backend", choices=("local", "ray"), default="local", help=tr("help.grade.backend"))
+    p.add_argument("--address", default=None, help=tr("help.grade.address"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -143,11 +143,11 @@ def run_in_autograder(root: Path) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, help="the autograder zip to write, e.g. autograder.zip")
-    p.add_argument("--part", action="append", default=[], help="grade only this part (repeatable)")
-    p.add_argument("--exercise", action="append", default=[], help="grade only this exercise (repeatable)")
+    p.add_argument("--out", type=Path, help=tr("help.gradescope.out"))
+    p.add_argument("--part", action="append", default=[], help=tr("help.common.grade_part"))
+    p.add_argument("--exercise", action="append", default=[], help=tr("help.common.grade_exercise"))
     p.add_argument("--torch", default=DEFAULT_TORCH,
-                   help=f"the torch requirement setup.sh installs (default: {DEFAULT_TORCH!r}; 'skip' keeps the image's)")
+                   help=tr("help.gradescope.torch", torch=DEFAULT_TORCH))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="run inside Gradescope's autograder (run_autograder calls this)")
+    p = argparse.ArgumentParser(description=tr("help.gradescope.autograder"))
     p.add_argument("--run", action="store_true", required=True)
     p.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_ENV, "/autograder")))
     return run_in_autograder(p.parse_args(argv).root)

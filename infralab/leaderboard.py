@@ -201,8 +201,8 @@ def gradescope_leaderboard(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results_dir", help="a folder of result records (*.json, searched recursively)")
-    p.add_argument("--out", required=True, help="folder for leaderboard.csv and leaderboard.html")
+    p.add_argument("results_dir", help=tr("help.leaderboard.results_dir"))
+    p.add_argument("--out", required=True, help=tr("help.leaderboard.out"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -299,14 +299,13 @@ def machine() -> str:
 
 def add_arguments(p: Any) -> None:
     p.add_argument("--mutate", action="store_true",
-                   help="mutation testing: run the hidden tests on generated mutants of each reference solution "
-                        "and report the kill rate and every survivor")
-    p.add_argument("--max-mutants", default=None, help="(--mutate) test at most this many mutants per exercise")
+                   help=tr("help.validate.mutate"))
+    p.add_argument("--max-mutants", default=None, help=tr("help.validate.max_mutants"))
     p.add_argument("--mutant-timeout", default=str(DEFAULT_TIMEOUT_S),
-                   help="(--mutate) seconds per test before it fails (and kills its mutant)")
-    p.add_argument("--equivalents", default=None, help=f"(--mutate) the reviewed list (default {EQUIVALENTS})")
-    p.add_argument("--report-dir", default=None, help=f"(--mutate) where the reports go (default {REPORTS})")
-    p.add_argument("--no-report", action="store_true", help="(--mutate) print only, write no report")
+                   help=tr("help.validate.mutant_timeout"))
+    p.add_argument("--equivalents", default=None, help=tr("help.validate.equivalents", path=EQUIVALENTS))
+    p.add_argument("--report-dir", default=None, help=tr("help.validate.report_dir", path=REPORTS))
+    p.add_argument("--no-report", action="store_true", help=tr("help.validate.no_report"))
 
 
 def _positive(text: str | None, kind: type, key: str) -> Any:

@@ -24,7 +24,7 @@ TARGET_FIXTURE = "_infralab_target"  # the plugin fixture naming the target of o
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("infralab").addoption(
         "--mutants", dest="infralab_mutants", default=None,
-        help="(infralab validate --mutate) JSON manifest of the mutant targets to run")
+        help=tr("help.pytest.mutants"))
 
 
 @pytest.hookimpl(trylast=True)

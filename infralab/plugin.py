@@ -94,33 +94,29 @@ class _State:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("infralab")
     group.addoption("--target", dest="infralab_target", default="exercises",
-                    help="what to test: exercises (default), solutions, a submission folder, "
-                         "or mutant:<part>.<exercise>:<name>")
+                    help=tr("help.pytest.target"))
     group.addoption("--course", dest="infralab_course", default=None,
-                    help="the course root (folder with course.yml); default: found from rootdir or cwd")
+                    help=tr("help.pytest.course"))
     group.addoption("--record", dest="infralab_record", default=None,
-                    help="write the run's result record (JSON) to this path")
+                    help=tr("help.pytest.record"))
     group.addoption("--seed", dest="infralab_seed", type=int, default=None,
-                    help="base seed; each test's seed derives from it (default: fresh seeds)")
+                    help=tr("help.pytest.seed"))
     group.addoption("--seeds", dest="infralab_seeds", type=int, default=1,
-                    help="run each seed-dependent test at N base seeds (the --seed S, S+1, ...) in this one "
-                         "session; in --soundness mode on the solution only (default 1)")
+                    help=tr("help.pytest.seeds"))
     group.addoption("--soundness", dest="infralab_soundness", action="store_true",
-                    help="run each exercise's tests on the solution, the stub and every mutant")
+                    help=tr("help.pytest.soundness"))
     group.addoption("--isolated", dest="infralab_isolated", action="store_true",
-                    help="run the implementation under test in a sandboxed executor process")
+                    help=tr("help.pytest.isolated"))
     group.addoption("--gpu", dest="infralab_gpu", action="store_true",
-                    help="with --isolated: the executor sees this machine's CUDA GPU; gpu tests and performance "
-                         "challenges run in the cage, timed on the judge's clock (infralab grade --gpu)")
+                    help=tr("help.pytest.gpu"))
     group.addoption("--perf-time-cap", dest="infralab_perf_time_cap", type=float, default=None,
-                    help="with --gpu: seconds of sampling per performance challenge shape (infralab grade --time-cap)")
+                    help=tr("help.pytest.perf_time_cap"))
     group.addoption("--record-mode", dest="infralab_mode", default="check",
-                    help="the mode written into the record (check, grade, validate)")
+                    help=tr("help.pytest.record_mode"))
     group.addoption("--parts", dest="infralab_parts", default="own", choices=PARTS,
                     help=tr("uses.option_help"))
     group.addoption("--lang", dest="infralab_lang", default=None, choices=LANGS,
-                    help="language of messages and diagnoses: zh or en (default: INFRALAB_LANG, "
-                         "course.yml language:, the locale)")
+                    help=tr("help.pytest.lang"))
 
 
 def _course_root(config: pytest.Config) -> Path | None:

@@ -259,10 +259,10 @@ def release(course: Course, out: Path, *, check_stubs: bool = True, check_golden
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, type=Path, help="folder for the student version (new, or an earlier release)")
-    p.add_argument("--no-stub-check", action="store_true", help="skip running the visible tests on the stubs")
+    p.add_argument("--out", required=True, type=Path, help=tr("help.release.out"))
+    p.add_argument("--no-stub-check", action="store_true", help=tr("help.release.no_stub_check"))
     p.add_argument("--no-golden-check", action="store_true",
-                   help="skip recomputing the visible tests' goldens from the references (infralab.golden)")
+                   help=tr("help.release.no_golden_check"))
 
 
 def run(args: argparse.Namespace) -> int:

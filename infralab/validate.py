@@ -23,14 +23,14 @@ from infralab.soundness import check_soundness
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--part", action="append", help="only this part (repeatable)")
-    p.add_argument("--exercise", action="append", help="only this exercise")
-    p.add_argument("--jobs", type=positive_int, default=1, help="pytest-xdist workers")
-    p.add_argument("--seed", type=seed_int, default=None, help="base seed (default: a fresh one, shown in the report)")
+    p.add_argument("--part", action="append", help=tr("help.common.part"))
+    p.add_argument("--exercise", action="append", help=tr("help.validate.exercise"))
+    p.add_argument("--jobs", type=positive_int, default=1, help=tr("help.validate.jobs"))
+    p.add_argument("--seed", type=seed_int, default=None, help=tr("help.validate.seed"))
     p.add_argument("--seeds", type=positive_int, default=1,
-                   help="run the solution's seed-dependent tests at N base seeds: --seed, --seed+1, ... (default 1)")
-    p.add_argument("--json", action="store_true", help="print the matrix as JSON")
-    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+                   help=tr("help.validate.seeds"))
+    p.add_argument("--json", action="store_true", help=tr("help.validate.json"))
+    p.add_argument("--course", default=None, help=tr("help.common.course"))
     from infralab.mutate import add_arguments as add_mutate_arguments
     add_mutate_arguments(p)  # --mutate and its options
 

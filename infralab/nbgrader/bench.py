@@ -62,7 +62,7 @@ def bench(part: str, work: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", default="part01_transformer")
-    p.add_argument("--work", default=None, help="course directory to write (default: a temporary one)")
+    p.add_argument("--work", default=None, help=tr("help.nbgrader_bench.work"))
     args = p.parse_args(argv)
     env = environment() | {"cpus": os.cpu_count(), "load_average_1m": os.getloadavg()[0],
                            "isolated_judge": judge_available()}

@@ -12,37 +12,36 @@ from infralab.nbgrader.tool import printed_command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+    p.add_argument("--course", default=None, help=tr("help.common.course"))
     sub = p.add_subparsers(dest="nbgrader_command", required=True, metavar="ACTION")
-    ex = sub.add_parser("export", help="write an nbgrader course directory (source/<part>/<exercise>.ipynb)")
-    ex.add_argument("--out", required=True, help="the course directory to write (nbgrader's root)")
-    ex.add_argument("--part", action="append", help="only this part (repeatable); default: every part")
-    ex.add_argument("--exercise", action="append", help="only this exercise (repeatable), e.g. rmsnorm")
+    ex = sub.add_parser("export", help=tr("help.nbgrader.export"))
+    ex.add_argument("--out", required=True, help=tr("help.nbgrader.export.out"))
+    ex.add_argument("--part", action="append", help=tr("help.nbgrader.export.part"))
+    ex.add_argument("--exercise", action="append", help=tr("help.nbgrader.export.exercise"))
     ex.add_argument("--student", action="store_true",
-                    help="student notebooks to work in (stubs, visible tests, no nbgrader regions); "
-                         "existing notebooks are kept")
-    ex.add_argument("--force", action="store_true", help="with --student: overwrite existing notebooks")
-    ex.add_argument("--db", default=None, help="gradebook database URL to write into nbgrader_config.py")
-    ck = sub.add_parser("check", help="check your notebooks' answers with the visible tests (as `infralab check`)")
-    ck.add_argument("notebooks", help="a folder of notebooks (<part>/<exercise>.ipynb), e.g. notebooks/")
-    ck.add_argument("--hidden", action="store_true", help="also run the hidden tests (needs graders/)")
+                    help=tr("help.nbgrader.export.student"))
+    ex.add_argument("--force", action="store_true", help=tr("help.nbgrader.export.force"))
+    ex.add_argument("--db", default=None, help=tr("help.nbgrader.export.db"))
+    ck = sub.add_parser("check", help=tr("help.nbgrader.check"))
+    ck.add_argument("notebooks", help=tr("help.nbgrader.check.notebooks"))
+    ck.add_argument("--hidden", action="store_true", help=tr("help.common.hidden"))
     for action, what in (("generate", "nbgrader generate_assignment"), ("autograde", "nbgrader autograde")):
-        g = sub.add_parser(action, help=f"run `{what}` with this environment's programs on PATH (nbgrader needs alembic)")
-        g.add_argument("assignment", nargs="+", help="assignment(s): the part ids, e.g. part01_transformer")
-        g.add_argument("--course-dir", default=".", help="the nbgrader course directory (default: the current folder)")
-        g.add_argument("--student", action="append", help="with autograde: only this student (repeatable)")
-    gr = sub.add_parser("grade", help="grade nbgrader's submitted notebooks with the judge; write the gradebook")
+        g = sub.add_parser(action, help=tr("help.nbgrader.step", what=what))
+        g.add_argument("assignment", nargs="+", help=tr("help.nbgrader.step.assignment"))
+        g.add_argument("--course-dir", default=".", help=tr("help.nbgrader.step.course_dir"))
+        g.add_argument("--student", action="append", help=tr("help.nbgrader.step.student"))
+    gr = sub.add_parser("grade", help=tr("help.nbgrader.grade"))
     add_grade_arguments(gr)
 
 
 def add_grade_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("submitted", help="nbgrader's submitted/ folder (or the course directory holding it)")
-    p.add_argument("--db", default=None, help="gradebook database URL (default: sqlite gradebook.db of the course directory)")
-    p.add_argument("--assignment", action="append", help="only this assignment (repeatable)")
-    p.add_argument("--student", action="append", help="only this student (repeatable)")
-    p.add_argument("--jobs", type=int, default=None, help="submissions judged at once (default: one per core)")
+    p.add_argument("submitted", help=tr("help.nbgrader.grade.submitted"))
+    p.add_argument("--db", default=None, help=tr("help.nbgrader.grade.db"))
+    p.add_argument("--assignment", action="append", help=tr("help.nbgrader.grade.assignment"))
+    p.add_argument("--student", action="append", help=tr("help.nbgrader.grade.student"))
+    p.add_argument("--jobs", type=int, default=None, help=tr("help.nbgrader.grade.jobs"))
     p.add_argument("--in-process", action="store_true",
-                   help="run student code in this process's pytest (for debugging; default: the isolated judge when installed)")
+                   help=tr("help.nbgrader.grade.in_process"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,16 +24,16 @@ from infralab.record import build_record, write_record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("exercise", help="e.g. rmsnorm or part03_kernels.rmsnorm")
+    p.add_argument("exercise", help=tr("help.bench.exercise"))
     p.add_argument("--target", default="exercises",
-                   help="exercises (default), solutions, a submission folder, or mutant:<part>.<exercise>:<name>")
-    p.add_argument("--challenge", action="append", help="only this challenge id (repeatable)")
-    p.add_argument("--profile", help="judge against this profile instead of the detected one")
-    p.add_argument("--json", action="store_true", help="print the record as JSON")
-    p.add_argument("--record", metavar="PATH", help="write the result record (JSON) here")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    p.add_argument("--time-cap", type=float, default=10.0, help="seconds of sampling per shape (default 10)")
-    p.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+                   help=tr("help.common.target"))
+    p.add_argument("--challenge", action="append", help=tr("help.bench.challenge"))
+    p.add_argument("--profile", help=tr("help.bench.profile"))
+    p.add_argument("--json", action="store_true", help=tr("help.bench.json"))
+    p.add_argument("--record", metavar="PATH", help=tr("help.bench.record"))
+    p.add_argument("--seed", type=int, default=0, help=tr("help.bench.seed"))
+    p.add_argument("--time-cap", type=float, default=10.0, help=tr("help.bench.time_cap"))
+    p.add_argument("--course", default=None, help=tr("help.common.course"))
 
 
 def _exercise(course: Course, name: str) -> Exercise:

@@ -15,17 +15,17 @@ from infralab.perf.profiles import current_device, detect, load_profiles
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    show = sub.add_parser("show", help="list the registered profiles, or show one")
-    show.add_argument("name", nargs="?", help="a profile's name (e.g. h200)")
-    det = sub.add_parser("detect", help="which registered profile this machine's GPU matches")
-    cal = sub.add_parser("calibrate", help="measure this GPU's ceilings and write a calibrated profile")
-    cal.add_argument("--name", help="the new profile's name (default: from the device name)")
-    cal.add_argument("--update", metavar="FILE", help="re-calibrate this existing profile file in place")
-    cal.add_argument("--out", metavar="DIR", help="folder for a new profile (default: the course's hardware_profiles/)")
-    cal.add_argument("--peak-bandwidth", type=float, help="datasheet memory bandwidth, GB/s")
-    cal.add_argument("--peak-bf16", type=float, help="datasheet dense bf16 rate, TFLOP/s")
+    show = sub.add_parser("show", help=tr("help.profile.show"))
+    show.add_argument("name", nargs="?", help=tr("help.profile.show.name"))
+    det = sub.add_parser("detect", help=tr("help.profile.detect"))
+    cal = sub.add_parser("calibrate", help=tr("help.profile.calibrate"))
+    cal.add_argument("--name", help=tr("help.profile.calibrate.name"))
+    cal.add_argument("--update", metavar="FILE", help=tr("help.profile.calibrate.update"))
+    cal.add_argument("--out", metavar="DIR", help=tr("help.profile.calibrate.out"))
+    cal.add_argument("--peak-bandwidth", type=float, help=tr("help.profile.calibrate.peak_bandwidth"))
+    cal.add_argument("--peak-bf16", type=float, help=tr("help.profile.calibrate.peak_bf16"))
     for q in (show, det, cal):
-        q.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+        q.add_argument("--course", default=None, help=tr("help.common.course"))
 
 
 def _profiles_dir(args) -> Path:

@@ -231,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from infralab.course import load_course
     parser = argparse.ArgumentParser(prog="python -m infralab.perf.roofline", description=main.__doc__)
-    parser.add_argument("record", help="a result record (JSON) with GPU perf entries")
-    parser.add_argument("--out", required=True, help="the PNG to write")
-    parser.add_argument("--course", default=None, help="course root (default: found from the current folder)")
+    parser.add_argument("record", help=tr("help.roofline.record"))
+    parser.add_argument("--out", required=True, help=tr("help.roofline.out"))
+    parser.add_argument("--course", default=None, help=tr("help.common.course"))
     args = parser.parse_args(argv)
     data = json.loads(Path(args.record).read_text(encoding="utf-8"))
     try:
