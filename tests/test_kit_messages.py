@@ -3,7 +3,8 @@
 tests/test_assert_messages.py holds the course's tests to the catalogue; this scan holds the kit
 (``infralab/``, outside ``infralab/i18n``): an error raised at a user's input (``CourseError``,
 ``InfralabError``, ``TargetError``, ``ValueError``, ...), a line the CLI prints, a performance
-verdict's reason, an argparse ``error``, a ``pytest.fail``/``skip``/``sys.exit`` text. Such a call
+verdict's reason, an argparse ``error``, a ``pytest.fail``/``skip``/``sys.exit`` text, the CLI's help
+(any call's ``help=``/``description=``: argparse options and parsers, pytest's ``addoption``). Such a call
 given an f-string with a word in its own text, or a string literal with a word and a space (a
 sentence, not a machine word such as ``"pass"``, a field name or ``f"{name}: {message}"``), would
 show English under ``--lang zh``: write ``tr(key, **fields)`` with the key in infralab/i18n. A
@@ -21,8 +22,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from _pytest.config.argparsing import Parser
 
-from infralab.i18n import catalog
+from infralab import golden, mutate_plugin, plugin
+from infralab.cli import COMMANDS, main
+from infralab.i18n import LANGS, catalog, fields, tr
 from infralab.judge.minicourse import rmsnorm_course
 from tests.test_assert_messages import _called, _catalogue_problem
 from tests.test_cli_inputs import one_line_error
@@ -38,6 +42,7 @@ MARKUP = re.compile(r"\[/?[a-z ]*\]")  # rich's [red]...[/]: styles, not words
 # Arguments that name where, not what: CourseError(file, key, expected, got), r.error(expected, key=...).
 FIRST_TEXT = {"CourseError": 2, "Verdict": 2}  # a verdict's level and decision are machine words
 NOT_TEXT = {"key", "file", "path"}
+HELP_TEXT = {"help", "description"}  # argparse's and pytest's help: read by a person in --help
 BUILTIN_ERRORS = {name for name, obj in vars(builtins).items()
                   if isinstance(obj, type) and issubclass(obj, BaseException)}
 
@@ -110,6 +115,8 @@ def untranslated_messages(path: Path, root: Path = ROOT, errors: set[str] = BUIL
                  *(k.value for k in node.keywords if k.arg not in NOT_TEXT)]
         if _shown_call(node, errors) and any(_is_sentence(a) for a in texts):
             found.append(f"{where}: {_called(node)}(...) with English text outside the catalogue")
+        elif any(k.arg in HELP_TEXT and _is_sentence(k.value) for k in node.keywords):
+            found.append(f"{where}: {_called(node)}(...) with an English help text outside the catalogue")
         elif _called(node) == "tr" and node.args and isinstance(node.args[0], ast.Constant):
             problem = _catalogue_problem(node.args[0], node.keywords, messages)
             if problem:
@@ -154,11 +161,17 @@ def test_the_scan_finds_each_kind_of_untranslated_message(tmp_path):
         'print(f"  {name:<20} {points:>6.2f}")\n'
         'print(f"{name} ok")\n'
         'console.print(f"[red]{name}[/]: {hole}")\n'
-        'return Verdict("below pass", "tune", tr("core.looks_like", diagnosis=d))\n', encoding="utf-8")
+        'return Verdict("below pass", "tune", tr("core.looks_like", diagnosis=d))\n'
+        'p.add_argument("--seed", type=int, help="the grading seed")\n'
+        'parser = ArgumentParser(prog="infralab", description=f"grade {what} in isolation")\n'
+        'group.addoption("--target", help="what to test: " + TARGETS)\n'
+        'sub.add_parser("show", help=tr("help.profile.show"))\n'
+        'bar.update(task, advance=1, description=label)\n'
+        'p.add_argument("--backend", help="%(default)s")\n', encoding="utf-8")
     errors = exception_names([_parsed(src)[1]]) | {"CourseError"}
     assert {"Refused", "Closed"} <= errors
     hits = untranslated_messages(src, tmp_path, errors)
-    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23], hits
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23, 26, 27, 28], hits
 
 
 @pytest.fixture
@@ -185,3 +198,46 @@ def test_argparse_own_errors_speak_the_run_language(capsys, chinese):
     assert "--target" in err and CJK.search(err), err
     err = one_line_error(capsys, ["--lang", "en", "check", "--target"])
     assert err == "infralab check: argument --target: expected one argument"
+
+
+def _help_page(capsys, monkeypatch, argv: list[str]) -> str:
+    monkeypatch.setenv("COLUMNS", "400")  # one line per option: a help text is found whole
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 0
+    return capsys.readouterr().out
+
+
+def _grade_help_keys() -> list[str]:
+    """The catalogue's texts of ``infralab grade --help`` that have no fields."""
+    keys = [k for k in catalog() if k.startswith(("help.grade.", "help.common.grade_")) or k == "help.command.grade"]
+    return [k for k in keys if not fields(catalog()[k][0]) and "%" not in catalog()[k][0]]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_grade_help_speaks_the_language_of_lang(capsys, monkeypatch, chinese, lang):
+    page = _help_page(capsys, monkeypatch, ["--lang", lang, "grade", "--help"])
+    other = LANGS[1 - LANGS.index(lang)]
+    keys = _grade_help_keys()
+    assert len(keys) > 10, keys
+    assert [k for k in keys if tr(k, lang) not in page] == [], page
+    assert [k for k in keys if tr(k, other) in page] == [], page
+    assert bool(CJK.search(page)) == (lang == "zh"), page
+
+
+def test_the_command_list_follows_infralab_lang(capsys, monkeypatch, chinese):
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+    page = _help_page(capsys, monkeypatch, ["--help"])
+    assert all(tr(f"help.command.{name}", "zh") in page for name in COMMANDS), page
+    assert tr("help.cli.lang", "zh") in page and tr("help.cli.description", "zh") in page, page
+
+
+def test_pytest_help_of_the_plugin_options_follows_the_language(monkeypatch, chinese):
+    """``pytest --help``: the options are added before any is parsed, so INFRALAB_LANG (or the locale) decides."""
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+    parser = Parser(_ispytest=True)
+    for hook in (plugin.pytest_addoption, golden.pytest_addoption, mutate_plugin.pytest_addoption):
+        hook(parser)
+    helps = {opt.names()[0]: opt.attrs()["help"] for opt in parser.getgroup("infralab").options}
+    assert len(helps) > 10 and "--update-golden" in helps and "--mutants" in helps, helps
+    assert [name for name, text in helps.items() if not CJK.search(text)] == [], helps
