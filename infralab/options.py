@@ -53,11 +53,26 @@ seed_int = whole_number(0)  # --seed: numpy and hypothesis take non-negative see
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse's parser, whose errors are one line (``prog: message``) and exit status 2."""
+    """argparse's parser, whose errors are one line (``prog: message``) and exit status 2, and whose
+    help page (argparse's own words too: usage, the section titles, ``-h``) is in the run's language."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        add_help = kwargs.pop("add_help", True)
+        super().__init__(*args, add_help=False, **kwargs)
+        self._positionals.title = tr("help.argparse.positionals")
+        self._optionals.title = tr("help.argparse.options")
+        if add_help:
+            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS, help=tr("help.argparse.help"))
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: {argparse_message(message)}", file=sys.stderr)
         sys.exit(2)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def add_usage(self, usage, actions, groups, prefix=None):  # type: ignore[no-untyped-def]
+        super().add_usage(usage, actions, groups, tr("help.argparse.usage") if prefix is None else prefix)
 
 
 # argparse's own error texts (English, from its gettext calls) -> catalogue keys, fields by name

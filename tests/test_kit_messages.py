@@ -209,8 +209,9 @@ def _help_page(capsys, monkeypatch, argv: list[str]) -> str:
 
 
 def _grade_help_keys() -> list[str]:
-    """The catalogue's texts of ``infralab grade --help`` that have no fields."""
-    keys = [k for k in catalog() if k.startswith(("help.grade.", "help.common.grade_")) or k == "help.command.grade"]
+    """The catalogue's texts of ``infralab grade --help`` that have no fields (argparse's own words too)."""
+    keys = [k for k in catalog() if k.startswith(("help.grade.", "help.common.grade_", "help.argparse."))
+            or k == "help.command.grade"]
     return [k for k in keys if not fields(catalog()[k][0]) and "%" not in catalog()[k][0]]
 
 

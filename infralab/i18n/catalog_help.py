@@ -7,6 +7,11 @@ argparse %-formats every option's help (``%(default)s``): a literal percent sign
 """
 
 MESSAGES = {
+    # argparse's own words on every help page (infralab.options.OneLineParser)
+    "help.argparse.usage": ("usage: ", "用法："),
+    "help.argparse.positionals": ("positional arguments", "位置参数"),
+    "help.argparse.options": ("options", "选项"),
+    "help.argparse.help": ("show this help message and exit", "显示此帮助信息并退出"),
     # infralab --help: the program and its commands
     "help.cli.description": ("infralab: LLM-infrastructure course kit", "infralab：大模型基础设施课程工具包"),
     "help.cli.lang": (
