@@ -257,8 +257,15 @@ MESSAGES = {
         "run student code in this process's pytest (for debugging; default: the isolated judge when installed)",
         "在本进程的 pytest 中运行学生代码（用于调试；默认：已安装时用隔离的评测器）",
     ),
+    "help.nbgrader_bench.description": (
+        "how long one part's notebooks take for one student: export, generate_assignment, autograde and "
+        "the secure path (prints the environment first)",
+        "一个学生的一部分笔记本各步骤耗时：导出、generate_assignment、autograde 和安全评分路径（先打印运行环境）",
+    ),
+    "help.nbgrader_bench.part": ("the part to time (default: %(default)s)", "要计时的部分（默认：%(default)s）"),
     "help.nbgrader_bench.work": ("course directory to write (default: a temporary one)", "要写出的课程目录（默认：临时目录）"),
     # python -m infralab.perf.roofline
+    "help.roofline.description": ("draw a saved record's roofline (a PNG)", "绘制已保存记录的 roofline 图（PNG）"),
     "help.roofline.record": ("a result record (JSON) with GPU perf entries", "含 GPU 性能条目的结果记录（JSON）"),
     "help.roofline.out": ("the PNG to write", "要写出的 PNG 文件"),
     # pytest --help (the plugin's options: built before any option is parsed, so in INFRALAB_LANG or the locale)

@@ -5,7 +5,6 @@ and the secure path. Prints the environment first (figures from a loaded machine
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from infralab.nbgrader.export import export_course
 from infralab.nbgrader.extract import fill_answer, reference_answer
 from infralab.nbgrader.grade import grade_submissions, judge_available
 from infralab.nbgrader.tool import run_nbgrader
+from infralab.options import OneLineParser
 from infralab.record import environment
 
 STUDENT = "bench_student"
@@ -60,8 +60,8 @@ def bench(part: str, work: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", default="part01_transformer")
+    p = OneLineParser(prog="python -m infralab.nbgrader.bench", description=tr("help.nbgrader_bench.description"))
+    p.add_argument("--part", default="part01_transformer", help=tr("help.nbgrader_bench.part"))
     p.add_argument("--work", default=None, help=tr("help.nbgrader_bench.work"))
     args = p.parse_args(argv)
     env = environment() | {"cpus": os.cpu_count(), "load_average_1m": os.getloadavg()[0],

@@ -13,7 +13,6 @@ draws a committed record (docs/performance.md shows one).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from infralab.course import Course
 from infralab.i18n import language, tr
+from infralab.options import OneLineParser
 from infralab.perf.profiles import Profile, load_profiles
 from infralab.perf.spec import METRICS, work_amounts
 
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     from infralab.course import load_course
-    parser = argparse.ArgumentParser(prog="python -m infralab.perf.roofline", description=main.__doc__)
+    parser = OneLineParser(prog="python -m infralab.perf.roofline", description=tr("help.roofline.description"))
     parser.add_argument("record", help=tr("help.roofline.record"))
     parser.add_argument("--out", required=True, help=tr("help.roofline.out"))
     parser.add_argument("--course", default=None, help=tr("help.common.course"))
