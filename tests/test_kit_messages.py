@@ -61,6 +61,12 @@ def _is_sentence(node: ast.AST) -> bool:
         and bool(WORD.search(node.value))
 
 
+def _docstring(node: ast.AST) -> bool:
+    """A text taken from a docstring (``description=__doc__.splitlines()[0]``): English."""
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and "__doc__" in (getattr(n, "id", "") + getattr(n, "attr", ""))
+               for n in ast.walk(node))
+
+
 def exception_names(trees: list[ast.Module]) -> set[str]:
     """Python's exceptions and every class the kit derives from one (to any depth)."""
     names = set(BUILTIN_ERRORS)
@@ -115,7 +121,7 @@ def untranslated_messages(path: Path, root: Path = ROOT, errors: set[str] = BUIL
                  *(k.value for k in node.keywords if k.arg not in NOT_TEXT)]
         if _shown_call(node, errors) and any(_is_sentence(a) for a in texts):
             found.append(f"{where}: {_called(node)}(...) with English text outside the catalogue")
-        elif any(k.arg in HELP_TEXT and _is_sentence(k.value) for k in node.keywords):
+        elif any(k.arg in HELP_TEXT and (_is_sentence(k.value) or _docstring(k.value)) for k in node.keywords):
             found.append(f"{where}: {_called(node)}(...) with an English help text outside the catalogue")
         elif _called(node) == "tr" and node.args and isinstance(node.args[0], ast.Constant):
             problem = _catalogue_problem(node.args[0], node.keywords, messages)
@@ -167,11 +173,13 @@ def test_the_scan_finds_each_kind_of_untranslated_message(tmp_path):
         'group.addoption("--target", help="what to test: " + TARGETS)\n'
         'sub.add_parser("show", help=tr("help.profile.show"))\n'
         'bar.update(task, advance=1, description=label)\n'
-        'p.add_argument("--backend", help="%(default)s")\n', encoding="utf-8")
+        'p.add_argument("--backend", help="%(default)s")\n'
+        'p = ArgumentParser(description=main.__doc__)\n'
+        'p = ArgumentParser(description=__doc__.splitlines()[0])\n', encoding="utf-8")
     errors = exception_names([_parsed(src)[1]]) | {"CourseError"}
     assert {"Refused", "Closed"} <= errors
     hits = untranslated_messages(src, tmp_path, errors)
-    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23, 26, 27, 28], hits
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 5, 6, 7, 8, 15, 18, 23, 26, 27, 28, 32, 33], hits
 
 
 @pytest.fixture
@@ -198,6 +206,20 @@ def test_argparse_own_errors_speak_the_run_language(capsys, chinese):
     assert "--target" in err and CJK.search(err), err
     err = one_line_error(capsys, ["--lang", "en", "check", "--target"])
     assert err == "infralab check: argument --target: expected one argument"
+
+
+def test_every_help_text_survives_argparse_percent_formatting():
+    """argparse formats an option's help with ``%``: a bare percent sign in either language breaks
+    ``--help`` (write ``%%``); ``%(default)s`` must name a field argparse has."""
+    params = {name: "x" for name in ("default", "prog", "dest", "choices", "metavar", "type", "required", "nargs")}
+    broken = []
+    for key, texts in catalog().items():
+        for text in texts if key.startswith("help.") else ():
+            try:
+                text % params
+            except (ValueError, KeyError, TypeError) as e:
+                broken.append(f"{key}: {text!r}: {e}")
+    assert not broken, "\n".join(broken)
 
 
 def _help_page(capsys, monkeypatch, argv: list[str]) -> str:
