@@ -10,6 +10,7 @@ import argparse
 import math
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 
 from infralab.i18n import tr
@@ -71,8 +72,53 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout with the catalogue's ``usage:``, wrapping Chinese by its display width
+    (a Chinese character takes two columns; argparse counts one, and breaks only at spaces)."""
+
     def add_usage(self, usage, actions, groups, prefix=None):  # type: ignore[no-untyped-def]
         super().add_usage(usage, actions, groups, tr("help.argparse.usage") if prefix is None else prefix)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if not _WIDE.search(text):
+            return super()._split_lines(text, width)
+        return wrap_columns(text, width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if not _WIDE.search(text):
+            return super()._fill_text(text, width, indent)
+        return "\n".join(indent + line for line in wrap_columns(text, width - len(indent)))
+
+
+_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+_PIECES = re.compile(r"\s+|[^\s]")
+_OPENING = "（《“‘【「"  # never last on a line
+_CLOSING = "，。；：、！？）》”’】」"  # never first on a line
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrap_columns(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` terminal columns: a line breaks at a space or between
+    two Chinese characters, never inside a Latin word (a word longer than a line stands alone)."""
+    words: list[str] = []  # a Latin word, a space, or one wide character (with the punctuation it holds)
+    for piece in _PIECES.findall(" ".join(text.split())):
+        joins = words and words[-1] != " " and (
+            piece in _CLOSING or words[-1][-1] in _OPENING
+            or not (piece == " " or _WIDE.match(piece) or _WIDE.match(words[-1][-1])))
+        if joins:
+            words[-1] += piece
+        else:
+            words.append(piece)
+    lines, line = [], ""
+    for word in words:
+        if line and _columns(line + word) > width and word != " ":
+            lines.append(line.rstrip())
+            line = ""
+        if word != " " or line:
+            line += word
+    return [*lines, line.rstrip()] if line.strip() else lines
 
 
 # argparse's own error texts (English, from its gettext calls) -> catalogue keys, fields by name

@@ -18,6 +18,7 @@ under a second.
 import ast
 import builtins
 import re
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from _pytest.config.argparsing import Parser
 from infralab import golden, mutate_plugin, plugin
 from infralab.cli import COMMANDS, main
 from infralab.i18n import LANGS, catalog, fields, tr
+from infralab.options import wrap_columns
 from infralab.judge.minicourse import rmsnorm_course
 from tests.test_assert_messages import _called, _catalogue_problem
 from tests.test_cli_inputs import one_line_error
@@ -220,6 +222,22 @@ def test_every_help_text_survives_argparse_percent_formatting():
             except (ValueError, KeyError, TypeError) as e:
                 broken.append(f"{key}: {text!r}: {e}")
     assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("width", [24, 40, 56])
+def test_chinese_help_wraps_by_display_columns(width):
+    """A Chinese character takes two terminal columns: every Chinese help text, wrapped to ``width``,
+    keeps its words, fits (a single word too long for a line stands alone), and no line starts with a
+    closing or ends with an opening punctuation mark."""
+    texts = [zh for key, (_, zh) in catalog().items() if key.startswith("help.") and CJK.search(zh)]
+    assert len(texts) > 90
+    for text in texts:
+        lines = wrap_columns(text, width)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", ""), (text, lines)
+        for line in lines:
+            cells = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+            assert cells <= width or " " not in line, (width, line)
+            assert line[0] not in "，。；：、）》" and line[-1] not in "（《", (width, lines)
 
 
 def _help_page(capsys, monkeypatch, argv: list[str]) -> str:
