@@ -138,7 +138,7 @@ def range_mistakes(e_bits: int, m_bits: int, finite_only: bool, right: dict) -> 
 def test_format_range_of_torch_formats(impl, layout, dtype, min_subnormal):
     info = torch.finfo(dtype)
     expected = {"max": info.max, "min_normal": info.tiny, "min_subnormal": min_subnormal, "eps": info.eps}
-    assert_equal(impl(MODULE).format_range(*layout), expected, name=f"range of {dtype}",
+    assert_equal(impl(MODULE).format_range(*layout), expected, name=(f"range of {dtype}", f"{dtype} 的取值范围"),
                  mistakes=range_mistakes(*layout, expected))
 
 
@@ -147,7 +147,8 @@ def test_format_range_of_torch_formats(impl, layout, dtype, min_subnormal):
 def test_format_range_equals_decoding_every_pattern(impl, e_bits, m_bits, finite_only):
     expected = decode_every_pattern(e_bits, m_bits, finite_only)
     assert_equal(impl(MODULE).format_range(e_bits, m_bits, finite_only), expected,
-                 name=f"range of e{e_bits}m{m_bits}{'fn' if finite_only else ''}",
+                 name=(f"range of e{e_bits}m{m_bits}{'fn' if finite_only else ''}",
+                       f"e{e_bits}m{m_bits}{'fn' if finite_only else ''} 的取值范围"),
                  mistakes=range_mistakes(e_bits, m_bits, finite_only, expected))
 
 
@@ -211,7 +212,8 @@ def every_fp8_boundary(fmt: str) -> torch.Tensor:
 def test_fp8_round_equals_torch_cast_at_every_boundary(impl, fmt):
     x = every_fp8_boundary(fmt)
     assert_close(impl(MODULE).fp8_round(x, fmt), torch_fp8(x, fmt), rtol=0, atol=0,  # exact: both lie on the grid
-                 name=f"{fmt} rounding of every value, tie and neighbour", mistakes=fp8_mistakes(x, fmt))
+                 name=(f"{fmt} rounding of every value, tie and neighbour",
+                       f"{fmt} 对每个值、中点及其相邻值的舍入"), mistakes=fp8_mistakes(x, fmt))
 
 
 @pytest.mark.weight(2)
@@ -248,7 +250,7 @@ def test_fp8_scaled_round_with_current_scaling(impl, fmt, log_scale, seed):
     expect(isinstance(scale, float) and scale == pytest.approx(expected_scale, rel=1e-6), "part00.fp8_scale",
            fmt=fmt, expected=expected_scale, got=repr(scale))
     expected = torch_fp8(x / expected_scale, fmt) * expected_scale
-    assert_close(deq, expected, name=f"{fmt} scaled round trip",
+    assert_close(deq, expected, name=(f"{fmt} scaled round trip", f"{fmt} 带缩放的往返转换"),
                  mistakes={("scale inverted (x * scale instead of x / scale)",
                             "scale 用反了（x * scale 而不是 x / scale）"): torch_fp8(x * expected_scale, fmt)
                            / expected_scale,
@@ -261,7 +263,8 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
     scale = float(x.abs().max()) / torch.finfo(FP8[fmt]).max / 4   # last step's amax was 4x smaller
     deq, used = impl(MODULE).fp8_scaled_round(x, fmt, scale=scale)
     expect(used == scale, "part00.fp8_given_scale", scale=repr(scale), got=repr(used))
-    assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=f"{fmt} round trip with a stale scale",
+    assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=(f"{fmt} round trip with a stale scale",
+                                                               f"{fmt} 使用过期缩放因子的往返转换"),
                  mistakes={("overflow not saturated (NaN for e4m3, inf for e5m2)",
                             "溢出没有饱和（e4m3 得到 NaN，e5m2 得到 inf）"):
                            torch_fp8_unsaturated(x / scale, fmt) * scale})
@@ -270,7 +273,7 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
 def test_fp8_scaled_round_of_zeros_uses_scale_one(impl):
     deq, scale = impl(MODULE).fp8_scaled_round(torch.zeros(5), "e4m3")
     expect(scale == 1.0, "part00.fp8_zero_scale", got=repr(scale))
-    assert_close(deq, torch.zeros(5), name="round trip of zeros")
+    assert_close(deq, torch.zeros(5), name=("round trip of zeros", "全零的往返转换"))
 
 
 @pytest.mark.parametrize("kwargs", [dict(fmt="int8"), dict(scale=0.0), dict(scale=-1.0)],
