@@ -130,7 +130,7 @@ def test_rows_without_a_visible_key_are_zero(impl, gen):
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and bool(got.isnan().any()):
         raise Mismatch(tr("part01.empty_rows_nan", count=int(got.isnan().sum())),
                        EMPTY_ROWS_NAN)
-    assert_close(got, expected, name="output with empty rows")
+    assert_close(got, expected, name=("output with empty rows", "含空行时的输出"))
 
 
 def test_value_head_dim_may_differ(impl, gen):
