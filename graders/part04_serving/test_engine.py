@@ -55,7 +55,8 @@ def test_paged_forward_equals_the_llama_for_every_sequence_of_mixed_steps(impl, 
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=3, gen=gen)
     for s, chunks in enumerate([[3, 4, 2], [6, 1, 1], [2, 2], [5]]):
         ids = torch.tensor([seqs[s]])
-        assert_close(rows[s], chunk_logits(weights, config, ids, chunks), name=f"logits of sequence {s} ({name})",
+        assert_close(rows[s], chunk_logits(weights, config, ids, chunks), name=(f"logits of sequence {s} ({name})",
+                                                                                f"序列 {s} 的 logits（{name}）"),
                      mistakes=paged_forward_mistakes(weights, config, ids, chunks))
 
 

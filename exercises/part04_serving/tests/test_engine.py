@@ -25,7 +25,8 @@ def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl,
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=2, gen=golden.gen)
     for s, chunks in enumerate([[4, 3], [5, 1], [3]]):
         ids = torch.tensor([seqs[s]])
-        assert_close(rows[s], golden.ref.chunk_logits(weights, config, ids, chunks), name=f"logits of sequence {s}",
+        assert_close(rows[s], golden.ref.chunk_logits(weights, config, ids, chunks), name=(f"logits of sequence {s}",
+                                                                                           f"序列 {s} 的 logits"),
                      mistakes=golden.ref.paged_forward_mistakes(weights, config, ids, chunks))
 
 

@@ -24,14 +24,14 @@ def one_hot_logits(tokens, vocab=8):
 def test_greedy_keeps_the_agreeing_prefix_then_emits_the_target_token(impl):
     target = one_hot_logits([3, 1, 4, 1, 5])  # argmax per row; row 4 is the bonus position
     got = impl(MODULE).greedy_verify(torch.tensor([3, 1, 6, 1]), target)
-    assert_equal(got.tolist(), [3, 1, 4], name="greedy output",
+    assert_equal(got.tolist(), [3, 1, 4], name=("greedy output", "贪心解码的输出"),
                  mistakes={("stopped at the disagreement without the target's token", "在不一致处停止，没有输出目标模型的 token"): [3, 1],
                            ("emitted the draft's token at the disagreement", "在不一致处输出了草稿 token"): [3, 1, 6]})
 
 
 def test_greedy_adds_the_bonus_token_when_the_whole_draft_agrees(impl):
     got = impl(MODULE).greedy_verify(torch.tensor([3, 1, 4, 1]), one_hot_logits([3, 1, 4, 1, 5]))
-    assert_equal(got.tolist(), [3, 1, 4, 1, 5], name="greedy output",
+    assert_equal(got.tolist(), [3, 1, 4, 1, 5], name=("greedy output", "贪心解码的输出"),
                  mistakes={("no bonus token after a fully accepted draft", "草稿全部被接受后没有 bonus token"): [3, 1, 4, 1]})
 
 
@@ -63,7 +63,8 @@ def test_rejection_keeps_tokens_the_target_likes_and_replaces_those_it_never_emi
                                            seed)
     assert_equal(n, torch.tensor([0, 3, 1]).repeat(64), name="num_accepted")
     assert_equal(out, torch.tensor([[1, -1, -1, -1], [0, 0, 0, 3], [0, 1, -1, -1]]).repeat(64, 1),
-                 name="output tokens (rejected token 2 -> 1 from the residual; all accepted -> bonus 3; -1 after)")
+                 name=("output tokens (rejected token 2 -> 1 from the residual; all accepted -> bonus 3; -1 after)",
+                       "输出 token（被拒的 token 2 -> 从残差分布采得 1；全部接受 -> 额外 token 3；其后为 -1）"))
 
 
 def test_the_first_token_follows_the_target_distribution(impl, seed):
