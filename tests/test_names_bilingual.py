@@ -25,7 +25,7 @@ FUNCTION_WORDS = {"a", "an", "the", "of", "for", "with", "without", "at", "on", 
                   "after", "before", "per", "over", "and", "or", "vs", "its", "not", "no"}
 _WORD = re.compile(r"[a-z]{2,}(?:-[a-z]+)*(?:'s)?|a")
 # parts whose names are not converted yet: emptied as each part is converted
-PENDING_PARTS = {"part05", "part06"}
+PENDING_PARTS = {"part06"}
 
 
 def english_words(text: str) -> list[str]:

@@ -61,7 +61,8 @@ def test_quant_basics_weights_reproduce_the_layer(impl, gen):
     qweight = codes[:, 0::2] | (codes[:, 1::2] << 4)
     x = randn(2, 64, generator=gen)
     check(impl, x, qweight, scale, zero.to(torch.int32), 32, name="y of a quant_basics-quantised layer")
-    assert_close(dequantized(qweight, scale, zero, 32), w, name="dequantised weight (sanity of the setup)",
+    assert_close(dequantized(qweight, scale, zero, 32), w, name=("dequantised weight (sanity of the setup)",
+                                                                 "反量化后的权重（测试设置的自检）"),
                  atol=float(scale.max()) / 2 + 1e-6, rtol=0.0)  # round to nearest: within half a step
 
 
