@@ -24,8 +24,6 @@ CHECKS = {"assert_close", "assert_equal", "check_tensor", "assert_all_written"}
 FUNCTION_WORDS = {"a", "an", "the", "of", "for", "with", "without", "at", "on", "by", "from", "to",
                   "after", "before", "per", "over", "and", "or", "vs", "its", "not", "no"}
 _WORD = re.compile(r"[a-z]{2,}(?:-[a-z]+)*(?:'s)?|a")
-# parts whose names are not converted yet: emptied as each part is converted
-PENDING_PARTS = {"part06"}
 
 
 def english_words(text: str) -> list[str]:
@@ -70,8 +68,7 @@ def course_test_files(root: Path) -> list[Path]:
 def test_every_prose_name_is_an_english_chinese_pair():
     sources = course_test_files(ROOT)
     assert len(sources) > 50, "the scan found too few test files: the globs are wrong"
-    found = [hit for path in sources for hit in english_only_names(path)
-             if hit.split("/")[1][:6] not in PENDING_PARTS]
+    found = [hit for path in sources for hit in english_only_names(path)]
     assert not found, (f"{len(found)} names are English prose (write name=(english, chinese); "
                        "see docs/authoring.md):\n" + "\n".join(found))
 
@@ -99,8 +96,3 @@ def test_the_scan_finds_each_kind_of_english_only_name(tmp_path):
     hits = english_only_names(src, tmp_path)
     assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4], hits
 
-
-def test_before_conversion_the_scan_counted_the_prose_names():
-    """The unconverted parts still hold prose names (drops to 0 as PENDING_PARTS empties)."""
-    found = [hit for path in course_test_files(ROOT) for hit in english_only_names(path)]
-    assert all(hit.split("/")[1][:6] in PENDING_PARTS for hit in found), found
