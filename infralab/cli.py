@@ -6,7 +6,7 @@ import importlib
 import sys
 
 from infralab.errors import InfralabError
-from infralab.i18n import LANGS, set_language
+from infralab.i18n import LANGS, set_language, tr
 from infralab.options import OneLineParser
 
 # name -> (module, one-line help)
@@ -30,18 +30,21 @@ def main(argv: list[str] | None = None) -> int:
                              "language:, the locale); exported to the pytest runs and the judge")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
+    early = OneLineParser(prog="infralab", add_help=False)  # --lang first: option errors speak it too
+    early.add_argument("--lang", choices=LANGS, default=None)
+    lang = early.parse_known_args(argv)[0].lang
+    if lang:
+        set_language(lang)  # sets INFRALAB_LANG: child pytest runs and the judge inherit it
     chosen = next((a for a in argv if not a.startswith("-") and a not in LANGS), None)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module).add_arguments(p)
     args = parser.parse_args(argv)
-    if args.lang:
-        set_language(args.lang)  # sets INFRALAB_LANG: child pytest runs and the judge inherit it
     try:
         return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
     except InfralabError as e:
-        print(f"infralab {args.command}: {e}", file=sys.stderr)
+        print(tr("core.cli_error", command=args.command, error=e), file=sys.stderr)
         return 2
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from infralab.errors import CourseError, InfralabError
-from infralab.i18n import LANGS
+from infralab.i18n import LANGS, tr
 
 COURSE_FILE = "course.yml"
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -119,7 +119,6 @@ class Course:
                 continue
             chosen.append(ex)
         if not chosen:
-            from infralab.i18n import tr
             raise InfralabError(tr("intake.nothing_selected", parts=" ".join(parts or []),
                                    exercises=" ".join(exercises or [])))
         return tuple(chosen)
@@ -139,7 +138,6 @@ def _check_names(option: str, given: list[str], known: list[str], what: str, als
     """Each name given to ``option`` is in ``known`` (or ``also``), else one error with the closest name."""
     import difflib
 
-    from infralab.i18n import tr
     known = sorted(set(known))
     for name in given:
         if name not in known and name not in also:
@@ -160,13 +158,13 @@ class _Reader:
 
     def mapping(self, allowed: set[str], required: set[str]) -> "_Reader":
         if not isinstance(self.data, dict):
-            raise self.error("a mapping", type(self.data).__name__)
+            raise self.error(tr("course.a_mapping"), type(self.data).__name__)
         for k in self.data:
             if k not in allowed:
-                raise self.error(f"one of {sorted(allowed)}", k, key=self._join(str(k)))
+                raise self.error(tr("course.one_of", names=sorted(allowed)), k, key=self._join(str(k)))
         for k in sorted(required):
             if k not in self.data:
-                raise self.error("this key to be present", key=self._join(k))
+                raise self.error(tr("course.key_present"), key=self._join(k))
         return self
 
     def _join(self, k: str) -> str:
@@ -180,28 +178,28 @@ class _Reader:
 
     def str(self) -> str:
         if not isinstance(self.data, str) or not self.data.strip():
-            raise self.error("a non-empty string", self.data)
+            raise self.error(tr("course.non_empty_string"), self.data)
         return self.data
 
     def ident(self) -> str:
         s = self.str()
         if not _ID.match(s):
-            raise self.error("a lower-case identifier (letters, digits, _)", s)
+            raise self.error(tr("course.identifier"), s)
         return s
 
     def number(self, minimum: float = 0.0) -> float:
         if isinstance(self.data, bool) or not isinstance(self.data, (int, float)) or self.data < minimum:
-            raise self.error(f"a number >= {minimum:g}", self.data)
+            raise self.error(tr("course.number_at_least", minimum=minimum), self.data)
         return float(self.data)
 
     def bool(self) -> bool:
         if not isinstance(self.data, bool):
-            raise self.error("true or false", self.data)
+            raise self.error(tr("course.true_or_false"), self.data)
         return self.data
 
     def list(self) -> list["_Reader"]:
         if not isinstance(self.data, list):
-            raise self.error("a list", type(self.data).__name__)
+            raise self.error(tr("course.a_list"), type(self.data).__name__)
         return [self.at(i) for i in range(len(self.data))]
 
     def title(self) -> Title:
@@ -220,7 +218,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
     name = r.get("id").ident()
     public = tuple(p.str() for p in r.get("public", []).list())
     if not public:
-        raise r.get("public").error("a non-empty list of public names")
+        raise r.get("public").error(tr("course.public_names"))
     tests = r.get("tests", {})
     tests.mapping({"visible", "hidden"}, set())
     visible = Path(tests.get("visible", f"exercises/{part}/tests/test_{name}.py").str())
@@ -229,7 +227,7 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
     requires = tuple(x.str() for x in r.get("requires", []).list())
     for i, req in enumerate(requires):
         if req not in _REQUIRES:
-            raise r.get("requires").at(i).error(f"one of {sorted(_REQUIRES)}", req)
+            raise r.get("requires").at(i).error(tr("course.one_of", names=sorted(_REQUIRES)), req)
     perf = []
     for p in r.get("perf", []).list():
         perf.append(_perf_challenge(p, profiles))
@@ -244,10 +242,10 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
     )
     for tree in ("exercises",) if release or not solutions else ("exercises", "solutions"):  # releases, bundles: none
         if not (root / tree / ex.module_path).is_file():
-            raise r.get("id").error(f"a module file at {tree}/{ex.module_path}", name)
+            raise r.get("id").error(tr("course.module_file", path=f"{tree}/{ex.module_path}"), name)
     for key, path in (("tests.visible", visible),) + ((("tests.hidden", hidden),) if not release else ()):
         if not (root / path).is_file():
-            raise r.error(f"an existing test file at {path}", key=f"{r.key}.{key}")
+            raise r.error(tr("course.test_file", path=path), key=f"{r.key}.{key}")
     if r.data.get("mutates") is not None:
         ex = replace(ex, mutates=_mutates(r.get("mutates"), root / "exercises" / ex.module_path, public))
     return ex
@@ -256,20 +254,19 @@ def _exercise(root: Path, part: str, r: _Reader, profiles: set[str], release: bo
 def _hidden_only(root: Path, r: _Reader, mutants: Path, release: bool) -> dict[str, str]:
     """``hidden_only: {mutant: reason}``: mutants the visible tests need not catch, each with its reason."""
     if not isinstance(r.data, dict):
-        raise r.error("a mapping of mutant name to the reason only hidden tests catch it", type(r.data).__name__)
+        raise r.error(tr("course.hidden_only_mapping"), type(r.data).__name__)
     out = {}
     for name in r.data:
         entry = r.get(name)
         mutant = str(name)
         if not release and not (root / mutants / f"{mutant}.py").is_file():
-            raise entry.error(f"the name of a mutant in {mutants}", mutant)
+            raise entry.error(tr("course.mutant_name", folder=mutants), mutant)
         out[mutant] = entry.str()
     return out
 
 
 def _banned(r: _Reader) -> tuple[str, ...]:
     """course.yml ``banned:``: op classes, or routine names standing for their class (infralab.opclasses)."""
-    from infralab.i18n import tr
     from infralab.opclasses import BANNABLE, ROUTINE_CLASS, ban_classes
 
     for i, item in enumerate(r.list()):
@@ -301,10 +298,9 @@ def _signatures(stub: Path) -> dict[str, list[tuple[str, int]]]:
 def _mutates(r: _Reader, stub: Path, public: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
     """course.yml ``mutates: {function: [parameter, ...]}``: each function public (or ``Class.method``
     of a public class), each parameter one of the stub's, resolved to its position."""
-    from infralab.i18n import tr
 
     if not isinstance(r.data, dict):
-        raise r.error("a mapping {function: [parameter, ...]}", type(r.data).__name__)
+        raise r.error(tr("course.mutates_mapping"), type(r.data).__name__)
     signatures = _signatures(stub)
     out = []
     for fn in r.data:
@@ -326,10 +322,10 @@ def _mutates(r: _Reader, stub: Path, public: tuple[str, ...]) -> tuple[tuple[str
 def _perf_challenge(r: _Reader, profiles: set[str]) -> dict[str, Any]:
     """A performance challenge, checked in full by infralab.perf; here: a mapping naming known profiles."""
     if not isinstance(r.data, dict):
-        raise r.error("a mapping describing a performance challenge", r.data)
+        raise r.error(tr("course.perf_mapping"), r.data)
     for i, name in enumerate(r.data.get("profiles", []) or []):
         if name not in profiles:
-            raise r.get("profiles").at(i).error(f"a registered hardware profile ({sorted(profiles)})", name)
+            raise r.get("profiles").at(i).error(tr("course.registered_profile", profiles=sorted(profiles)), name)
     try:
         from infralab.perf.spec import validate_challenge
     except ImportError:
@@ -351,7 +347,6 @@ def load_yaml(file: Path) -> Any:
     and column where that applies: unreadable, not UTF-8 (a file saved as GBK), binary content,
     a YAML syntax error.
     """
-    from infralab.i18n import tr
     try:
         raw = Path(file).read_bytes()
     except OSError as e:
@@ -381,7 +376,7 @@ def load_course(root: Path | str | None = None) -> Course:
     root = Path(root).resolve() if root is not None else find_course_root()
     file = root / COURSE_FILE
     if not file.is_file():
-        raise CourseError(file, "", "a course.yml file")
+        raise CourseError(file, "", tr("course.file_missing"))
     data = load_yaml(file)
     r = _Reader(file, data)
     r.mapping({"course", "parts", "profiles_dir", "release", "solutions", "reference_parts"}, {"course", "parts"})
@@ -391,7 +386,7 @@ def load_course(root: Path | str | None = None) -> Course:
     head.mapping({"id", "title", "language"}, {"id", "title"})
     language = head.get("language").str() if "language" in head.data else None  # else the locale decides
     if language is not None and language not in LANGS:
-        raise head.get("language").error(f"one of {', '.join(LANGS)}", language)
+        raise head.get("language").error(tr("course.one_of", names=", ".join(LANGS)), language)
     profiles_dir = Path(r.get("profiles_dir", "hardware_profiles").str())
     profiles = {p.stem for p in (root / profiles_dir).glob("*.yml")}
     reference_parts = r.get("reference_parts", True).bool()  # false: no capstone is graded with the reference parts
@@ -403,13 +398,13 @@ def load_course(root: Path | str | None = None) -> Course:
         pr.mapping({"id", "title", "exercises"}, {"id", "title", "exercises"})
         pid = pr.get("id").ident()
         if pid in seen_parts:
-            raise pr.get("id").error("a part id used once", pid)
+            raise pr.get("id").error(tr("course.part_id_once"), pid)
         seen_parts.add(pid)
         exs = []
         for er in pr.get("exercises").list():
             ex = _exercise(root, pid, er, profiles, release, solutions)
             if ex.id in seen_ex:
-                raise er.get("id").error("an exercise id used once in its part", ex.name)
+                raise er.get("id").error(tr("course.exercise_id_once"), ex.name)
             seen_ex.add(ex.id)
             exs.append(ex)
             if "uses" in er.data or "reference_parts_points" in er.data:
@@ -430,4 +425,4 @@ def find_course_root(start: Path | str | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / COURSE_FILE).is_file():
             return folder
-    raise CourseError(here / COURSE_FILE, "", "a course.yml in this folder or a parent")
+    raise CourseError(here / COURSE_FILE, "", tr("course.not_found"))

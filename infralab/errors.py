@@ -16,11 +16,13 @@ class CourseError(InfralabError):
         self.key = key
         self.expected = expected
         self.got = got
+        from infralab.i18n import tr
+
         where = f"{self.file}: {key}" if key else self.file
-        text = f"{where}: expected {expected}"
-        if got is not None:
-            text += f", got {got!r}"
-        super().__init__(text)
+        if got is None:
+            super().__init__(tr("course.error", where=where, expected=expected))
+        else:
+            super().__init__(tr("course.error_got", where=where, expected=expected, got=got))
 
 
 class TargetError(InfralabError):

@@ -123,14 +123,14 @@ def _encode(value: Any, prefix: str, tensors: dict) -> Any:
             return {"dict": {k: _encode(v, f"{prefix}/{i}", tensors) for i, (k, v) in enumerate(value.items())}}
         if not all(isinstance(k, tuple) and len(k) == 2 and all(isinstance(t, str) for t in k) or isinstance(k, str)
                    for k in value):
-            raise TypeError("only dicts keyed by strings or (english, chinese) pairs can be recorded")
+            raise TypeError(tr("golden.record_dict_keys"))
         return {"pairs": [[list(k) if isinstance(k, tuple) else k, _encode(v, f"{prefix}/{i}", tensors)]
                           for i, (k, v) in enumerate(value.items())]}
     if isinstance(value, (list, tuple)):
         return {type(value).__name__: [_encode(v, f"{prefix}/{i}", tensors) for i, v in enumerate(value)]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
-    raise TypeError(f"a {type(value).__name__} cannot be recorded in a golden")
+    raise TypeError(tr("golden.record_type", type=type(value).__name__))
 
 
 def _decode(node: dict, tensors: dict) -> Any:
@@ -199,8 +199,7 @@ def fingerprint(value: Any) -> Any:
         return {"value": value}
     if isinstance(value, torch.dtype):
         return {"value": str(value)}
-    raise TypeError(f"golden.ref: an argument of type {type(value).__name__} cannot be fingerprinted "
-                    "(pass tensors, numbers, strings, tuples, dicts or golden.ref functions)")
+    raise TypeError(tr("golden.ref_type", type=type(value).__name__))
 
 
 def _fingerprints_agree(a: Any, b: Any) -> bool:
@@ -349,7 +348,7 @@ def golden(request: pytest.FixtureRequest):
     state = _state(request.config)
     found = state.exercise_of(request.node.path) if state else None
     if found is None:
-        pytest.skip("the golden fixture serves the visible tests of a course's exercises")
+        pytest.skip(tr("golden.fixture_scope"))
     ex, _ = found
     mode = golden_mode(request.config, state.course.root)
     stores = request.config.stash.setdefault(_STORES, {})

@@ -67,7 +67,8 @@ class GradeOptions:
         require_positive("--memory", self.memory_bytes)
         require_positive("--time-cap", self.time_cap_s)
         if int(self.seed) < 0:
-            raise InfralabError(f"--seed: {tr('intake.expected_int_at_least', minimum=0, value=str(self.seed))}")
+            raise InfralabError(tr("core.option_error", option="--seed",
+                                   problem=tr("intake.expected_int_at_least", minimum=0, value=str(self.seed))))
 
     def limits(self) -> CageLimits:
         return CageLimits(call_timeout_s=self.call_timeout_s, budget_s=self.budget_s,
@@ -218,7 +219,7 @@ def _ray_init(ray, jobs: int, address: str | None, attempts: int = 2) -> None:
         except Exception as e:  # noqa: BLE001 - Ray raises plain Exception when its raylet is slow to start
             ray.shutdown()
             if attempt == attempts - 1:
-                raise RayStartFailed(f"Ray did not start: {e}") from None
+                raise RayStartFailed(tr("intake.ray_not_started", error=e)) from None
 
 
 def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[dict], None],
@@ -226,7 +227,7 @@ def run_ray(tasks: list[Task], jobs: int, address: str | None, done: Callable[[d
     try:
         import ray
     except ImportError:
-        raise InfralabError("--backend ray needs Ray: pip install 'infralab[ray]'") from None
+        raise InfralabError(tr("intake.ray_missing")) from None
     started = False
     if not ray.is_initialized():
         _ray_init(ray, jobs, address)

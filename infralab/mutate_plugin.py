@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from infralab.i18n import tr
+
 _MANIFEST = pytest.StashKey[dict]()
 TARGET_FIXTURE = "_infralab_target"  # the plugin fixture naming the target of one test
 
@@ -96,9 +98,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     name = _test_name(item)
     if key != "reference" and key in manifest["killed"]:
-        pytest.skip("mutant already killed")
+        pytest.skip(tr("mutate.already_killed"))
     if key != "reference" and name in manifest["reference_failed"]:
-        pytest.skip("the reference fails this test")
+        pytest.skip(tr("mutate.reference_fails"))
     _log(manifest, key=key, test=name, event="start")
 
 

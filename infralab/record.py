@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from infralab.course import Course
+from infralab.i18n import tr
 
 SCHEMA = "infralab.record/1"
 
@@ -116,7 +117,7 @@ def split_points(total: float, weights: Sequence[float], places: int = PLACES) -
     units = round(Fraction(str(total)) * scale)
     whole = sum(Fraction(str(w)) for w in weights)
     if whole <= 0:
-        raise ValueError(f"weights must sum to a positive number, got {list(weights)}")
+        raise ValueError(tr("course.weights_positive", weights=list(weights)))
     exact = [units * Fraction(str(w)) / whole for w in weights]
     shares = [int(e) for e in exact]  # floor: every weight is >= 0
     for i in sorted(range(len(exact)), key=lambda i: (-(exact[i] - shares[i]), i))[:units - sum(shares)]:

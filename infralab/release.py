@@ -94,10 +94,10 @@ def write_release(course: Course, out: Path) -> int:
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         if not (out / MARKER).is_file():
-            raise InfralabError(f"{out} exists and is not an earlier release: give an empty or new folder")
+            raise InfralabError(tr("release.out_not_release", out=out))
         shutil.rmtree(out)
     if course.root.resolve() in (out, *out.parents):
-        raise InfralabError("--out must be outside the course")
+        raise InfralabError(tr("release.out_inside_course"))
     out.mkdir(parents=True, exist_ok=True)
     for name in TOP_FILES:
         if (course.root / name).is_file():
@@ -182,7 +182,7 @@ def leak_check(course_root: Path, release: Path) -> list[str]:
         if rel.startswith(DEV_ONLY_DIR + "/"):
             leaks.append(tr("golden.release_dev_only", path=rel, package=DEV_ONLY_PACKAGE))
         if data in secret_files and file.name != "__init__.py":
-            leaks.append(f"{rel} is a copy of {secret_files[data]}")
+            leaks.append(tr("release.copy_of", file=rel, secret=secret_files[data]))
         if file.suffix != ".py":
             continue
         source = data.decode("utf-8", errors="replace")
@@ -197,10 +197,10 @@ def leak_check(course_root: Path, release: Path) -> list[str]:
         stripped = "\n".join(ln.strip() for ln in source.splitlines() if ln.strip())
         for srel, name, dump in secrets_ast:
             if dump in mine:
-                leaks.append(f"{rel} holds the body of {srel}:{name}")
+                leaks.append(tr("release.holds_body", file=rel, source=srel, name=name))
         for srel, name, text in secrets_text:
-            if text in stripped and f"{rel} holds the body of {srel}:{name}" not in leaks:
-                leaks.append(f"{rel} holds the text of {srel}:{name}")
+            if text in stripped and tr("release.holds_body", file=rel, source=srel, name=name) not in leaks:
+                leaks.append(tr("release.holds_text", file=rel, source=srel, name=name))
     return leaks
 
 
@@ -214,14 +214,15 @@ def stub_check(release: Path) -> tuple[int, list[str]]:
     problems = []
     tests = [t for ex in record["exercises"] for t in ex["tests"]]
     if record.get("pytest_exit") not in (0, 1):
-        problems.append(f"pytest exited with status {record.get('pytest_exit')}: {record.get('output_tail', '')[-800:]}")
+        problems.append(tr("release.pytest_status", status=record.get("pytest_exit"),
+                           output=record.get("output_tail", "")[-800:]))
     for ex in record["exercises"]:
         if not ex["tests"]:
-            problems.append(f"{ex['id']}: no visible test was collected")
+            problems.append(tr("release.no_visible_test", exercise=ex["id"]))
     for t in tests:
         if t["outcome"] == "failed" and not t["message"].startswith("NotImplementedError"):
-            problems.append(f"{t['nodeid']}: fails on the stub with {t['message'].splitlines()[0][:200]!r}, "
-                            "not NotImplementedError")
+            problems.append(tr("release.stub_fails_badly", test=t["nodeid"],
+                               message=t["message"].splitlines()[0][:200]))
     return len(tests), problems
 
 
@@ -236,7 +237,8 @@ def golden_check(course: Course) -> list[str]:
                                        mode="check", seed=0))
     problems = []
     if record.get("pytest_exit") not in (0, 1):
-        problems.append(f"pytest exited with status {record.get('pytest_exit')}: {record.get('output_tail', '')[-800:]}")
+        problems.append(tr("release.pytest_status", status=record.get("pytest_exit"),
+                           output=record.get("output_tail", "")[-800:]))
     for ex in record["exercises"]:
         for t in ex["tests"]:
             if t["outcome"] == "failed":
@@ -266,18 +268,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     course = load_course()
     report = release(course, args.out, check_stubs=not args.no_stub_check, check_goldens=not args.no_golden_check)
-    print(f"release: {report.files} files in {report.out}")
+    print(tr("release.summary", files=report.files, out=report.out))
     if not args.no_golden_check:
         print(tr("golden.release_summary_ok") if not report.golden_problems
               else tr("golden.release_summary_stale", count=len(report.golden_problems)))
         for line in report.golden_problems:
             print(f"  {line}")
-    print(f"leak check: {'no solution code found' if not report.leaks else f'{len(report.leaks)} LEAKS'}")
+    print(tr("release.leak_ok") if not report.leaks else tr("release.leaks", count=len(report.leaks)))
     for line in report.leaks:
-        print(f"  LEAK {line}")
+        print(tr("release.leak_line", line=line))
     if not args.no_stub_check:
-        print(f"stub check: {report.stub_tests} visible tests, "
-              f"{'all fail cleanly on the stubs' if not report.stub_problems else f'{len(report.stub_problems)} problems'}")
+        print(tr("release.stub_ok", tests=report.stub_tests) if not report.stub_problems
+              else tr("release.stub_problems", tests=report.stub_tests, count=len(report.stub_problems)))
         for line in report.stub_problems:
             print(f"  {line}")
     return 0 if report.ok else 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from infralab.course import Course, Exercise
+from infralab.i18n import tr
 from infralab.record import read_record
 
 
@@ -94,7 +95,7 @@ def run_tests(course: Course, run: TestRun, *, env: dict[str, str] | None = None
                               timeout=wall_timeout_s)
         if not record_path.is_file():
             output = (proc.stdout + proc.stderr)[-4000:]
-            raise RuntimeError(f"pytest wrote no record (exit {proc.returncode}):\n{output}")
+            raise RuntimeError(tr("check.no_record", code=proc.returncode, output=output))
         record = read_record(record_path)
     record["pytest_exit"] = proc.returncode
     record["output_tail"] = (proc.stdout + proc.stderr)[-4000:]

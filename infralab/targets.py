@@ -38,6 +38,7 @@ from typing import Any
 
 from infralab.errors import TargetError
 from infralab.guards import guarded
+from infralab.i18n import tr
 
 _counter = itertools.count()
 
@@ -69,13 +70,13 @@ def parse_target(text: str, root: Path) -> TargetSpec:
         module = text[len("stub:"):]
         stub = root / "exercises" / Path(*module.split(".")).with_suffix(".py")
         if not stub.is_file():
-            raise TargetError(f"--target {text!r}: no stub at {stub}")
+            raise TargetError(tr("targets.no_stub", target=text, stub=stub))
         return TargetSpec(name=text, base=root / "solutions", overlays={module: stub}, kind="stub")
     if text.startswith("mutant:"):
         try:
             _, module, mutant = text.split(":", 2)
         except ValueError:
-            raise TargetError(f"--target {text!r}: expected mutant:<part>.<exercise>:<name>") from None
+            raise TargetError(tr("targets.mutant_syntax", target=text)) from None
         part, _, exercise = module.partition(".")
         path = root / "fixtures" / "mutants" / part / exercise / f"{mutant}.py"
         if mutant.endswith(".py"):  # a generated mutant's file (infralab validate --mutate)
@@ -88,15 +89,12 @@ def parse_target(text: str, root: Path) -> TargetSpec:
         return mutant_target(f"{part}.{exercise}", path, root)
     if path.is_dir():
         return submission_target(path, root)
-    raise TargetError(
-        f"--target {text!r}: expected 'exercises', 'solutions', 'mutant:<part>.<exercise>:<name>' "
-        f"or an existing submission folder"
-    )
+    raise TargetError(tr("targets.unknown", target=text))
 
 
 def mutant_target(module: str, path: Path, root: Path) -> TargetSpec:
     if not path.is_file():
-        raise TargetError(f"no mutant file at {path}")
+        raise TargetError(tr("targets.no_mutant_file", path=path))
     part, _, exercise = module.partition(".")
     return TargetSpec(
         name=f"mutant:{module}:{path.stem}", base=Path(root) / "solutions",
@@ -158,9 +156,7 @@ class Implementation:
         try:
             value = getattr(self._module, name)
         except AttributeError:
-            raise TargetError(
-                f"{self._origin} has no `{name}`: define it with the signature given in the stub"
-            ) from None
+            raise TargetError(tr("targets.missing_name", origin=self._origin, name=name)) from None
         allowed = None if self._mutates is None else self._mutates.get(name, {})
         return guarded(value, self._banned, f"{self._origin}: {name}", triton=self._triton, allowed=allowed,
                        own_kernel=self._own_kernel or (lambda file: True))
@@ -201,7 +197,7 @@ class InProcessTarget:
             raise self._failures[module_name]
         origin = self.origin(module_name)
         if not Path(origin).is_file():
-            error = TargetError(f"{origin}: module file is missing")
+            error = TargetError(tr("targets.module_missing", origin=origin))
             self._failures[module_name] = error
             raise error
         try:
@@ -210,9 +206,8 @@ class InProcessTarget:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             where = _short_traceback(exc)
-            error = TargetError(
-                f"{origin} does not import: {type(exc).__name__}: {exc}" + (f"\n{where}" if where else "")
-            )
+            error = TargetError(tr("targets.does_not_import", origin=origin,
+                              error=f"{type(exc).__name__}: {exc}" + (f"\n{where}" if where else "")))
             self._failures[module_name] = error
             raise error from None
         return Implementation(module_name, module, origin, self.banned.get(module_name, ()),

@@ -26,6 +26,7 @@ import linecache
 import textwrap
 from typing import Any
 
+from infralab.i18n import tr
 from infralab.mutation import with_globals
 
 __all__ = ["edited_kernel", "rebind_kernel", "with_globals"]
@@ -63,7 +64,7 @@ def edited_kernel(kernel: Any, *edits: tuple[str, str] | tuple[str, str, int]) -
     for old, new, *times in edits:
         want, found = (times or [1])[0], source.count(old)
         if found != want:
-            raise ValueError(f"edit of {fn.__name__}: {old!r} occurs {found} times in the reference kernel, not {want}")
+            raise ValueError(tr("mutate.kernel_edit", function=fn.__name__, old=old, found=found, want=want))
         source = source.replace(old, new)
     filename = f"<mutant of {fn.__module__}.{fn.__name__} #{next(_edits)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)  # for getsource

@@ -31,6 +31,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from infralab.i18n import tr
+
 _LOCK = threading.Lock()
 _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launches)
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
@@ -153,9 +155,7 @@ def _check_bounds(op: str, ptrs, mask) -> None:
         inside |= (addr >= np.uint64(start)) & (addr + np.uint64(itemsize) <= np.uint64(end))
     if not inside.all():
         bad = int((~inside).sum())
-        raise IndexError(
-            f"out-of-bounds tl.{op}: {bad} of {addr.size} active lanes point outside every tensor passed "
-            f"to the kernel; mask the {op} (e.g. mask=offsets < n_elements) or fix the offsets")
+        raise IndexError(tr("part03.out_of_bounds", op=op, bad=bad, lanes=addr.size))
 
 
 def _install_interpreter() -> None:

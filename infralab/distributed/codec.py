@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from infralab.i18n import tr
+
 
 def encode(obj: Any) -> bytes:
     """Data (tensors, numbers, strings, None, dtypes, lists/tuples/dicts of those) as bytes."""
@@ -28,11 +30,11 @@ def encode(obj: Any) -> bytes:
             return [walk(v) for v in x]
         if isinstance(x, dict):
             if not all(isinstance(k, str) for k in x):
-                raise TypeError("only dicts with string keys cross between processes")
+                raise TypeError(tr("distributed.codec_dict_keys"))
             return {"__dict__": {k: walk(v) for k, v in x.items()}}
         if x is None or isinstance(x, (bool, int, float, str)):
             return x
-        raise TypeError(f"a {type(x).__name__} cannot cross between processes (data only)")
+        raise TypeError(tr("distributed.codec_not_data", type=type(x).__name__))
 
     head = json.dumps(walk(obj)).encode()
     return struct.pack("<Q", len(head)) + head + save(tensors)

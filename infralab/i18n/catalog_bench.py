@@ -43,4 +43,5 @@ MESSAGES = {
     "bench.col_bar": ("bar", "门槛"),
     "bench.col_decision": ("decision", "结论"),
     "bench.environment": ("environment: {env}", "运行环境：{env}"),
+    "bench.does_not_import": ("does not import: {error}", "无法导入：{error}"),
 }

@@ -31,4 +31,5 @@ MESSAGES = {
         "{name}: {count} NaN elements",
         "{name}：有 {count} 个 NaN 元素",
     ),
+    "check.no_record": ("pytest wrote no record (exit {code}):\n{output}", "pytest 没有写出记录（退出码 {code}）：\n{output}"),
 }

@@ -155,4 +155,12 @@ MESSAGES = {
         "{where} moved a message of {size} elements; chunks hold {small} or {large}",
         "{where} 传了一条 {size} 个元素的消息；块的大小应为 {small} 或 {large}",
     ),
+    "distributed.codec_dict_keys": (
+        "only dicts with string keys cross between processes",
+        "只有以字符串为键的 dict 能在进程之间传递",
+    ),
+    "distributed.codec_not_data": (
+        "a {type} cannot cross between processes (data only)",
+        "{type} 不能在进程之间传递（只能传数据）",
+    ),
 }

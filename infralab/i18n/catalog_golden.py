@@ -58,4 +58,18 @@ MESSAGES = {
         "golden check: {count} problems (stale goldens or failing visible tests on the solutions)",
         "快照检查：{count} 个问题（快照过期，或可见测试在参考解上失败）",
     ),
+    "golden.record_dict_keys": (
+        "only dicts keyed by strings or (english, chinese) pairs can be recorded",
+        "只有以字符串或 (english, chinese) 二元组为键的 dict 能被记录",
+    ),
+    "golden.record_type": ("a {type} cannot be recorded in a golden", "{type} 不能记录到 golden 中"),
+    "golden.ref_type": (
+        "golden.ref: an argument of type {type} cannot be fingerprinted "
+        "(pass tensors, numbers, strings, tuples, dicts or golden.ref functions)",
+        "golden.ref：类型为 {type} 的参数无法计算指纹（请传张量、数字、字符串、元组、dict 或 golden.ref 函数）",
+    ),
+    "golden.fixture_scope": (
+        "the golden fixture serves the visible tests of a course's exercises",
+        "golden fixture 只用于课程练习的可见测试",
+    ),
 }

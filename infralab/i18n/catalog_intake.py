@@ -100,11 +100,13 @@ MESSAGES = {
                                 "--part {parts} --exercise {exercises}：没有同时满足两者的练习"),
     "intake.yaml_not_utf8": (
         "UTF-8 text at line {line}, column {column} (byte {byte} cannot be decoded; save the file as UTF-8)",
-        "第 {line} 行第 {column} 列应为 UTF-8 文本（字节 {byte} 无法解码；请以 UTF-8 保存该文件）",
+        "第 {line} 行第 {column} 列处的 UTF-8 文本（字节 {byte} 无法解码；请以 UTF-8 保存该文件）",
     ),
     "intake.yaml_binary": ("text at line {line}, column {column} (a control character {byte})",
-                           "第 {line} 行第 {column} 列应为文本（控制字符 {byte}）"),
+                           "第 {line} 行第 {column} 列处的文本（控制字符 {byte}）"),
     "intake.yaml_syntax": ("valid YAML at line {line}, column {column} ({problem})",
-                           "第 {line} 行第 {column} 列应为合法的 YAML（{problem}）"),
+                           "第 {line} 行第 {column} 列处的合法 YAML（{problem}）"),
     "intake.yaml_unreadable": ("a readable file ({error})", "可读取的文件（{error}）"),
+    "intake.ray_missing": ("--backend ray needs Ray: pip install 'infralab[ray]'", "--backend ray 需要 Ray：pip install 'infralab[ray]'"),
+    "intake.ray_not_started": ("Ray did not start: {error}", "Ray 未能启动：{error}"),
 }

@@ -90,4 +90,10 @@ MESSAGES = {
         "--mutant-timeout {value}: expected a positive number of seconds",
         "--mutant-timeout {value}：应为正的秒数",
     ),
+    "mutate.already_killed": ("mutant already killed", "该变异体已被杀死"),
+    "mutate.reference_fails": ("the reference fails this test", "参考实现未通过此测试"),
+    "mutate.kernel_edit": (
+        "edit of {function}: {old!r} occurs {found} times in the reference kernel, not {want}",
+        "{function} 的修改：{old!r} 在参考 kernel 中出现 {found} 次，而不是 {want} 次",
+    ),
 }

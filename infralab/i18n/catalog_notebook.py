@@ -69,4 +69,31 @@ MESSAGES = {
         "infralab nbgrader check: no <part>/<exercise>.ipynb under {folder}",
         "infralab nbgrader check：{folder} 下没有 <part>/<exercise>.ipynb",
     ),
+    "notebook.nbgrader_failed": ("nbgrader {command} failed:\n{output}", "nbgrader {command} 失败：\n{output}"),
+    "notebook.no_answer_cell": (
+        "the notebook has no answer cell (nbgrader solution cell)",
+        "该 notebook 没有答案单元格（nbgrader solution cell）",
+    ),
+    "notebook.not_submitted_folder": (
+        "{path}: expected nbgrader's submitted/ folder or the course directory holding it",
+        "{path}：应为 nbgrader 的 submitted/ 文件夹或包含它的课程目录",
+    ),
+    "notebook.not_in_gradebook": (
+        "assignment {name!r} is not in the gradebook {db}: run `nbgrader generate_assignment {name}` first",
+        "作业 {name!r} 不在成绩册 {db} 中：请先运行 `nbgrader generate_assignment {name}`",
+    ),
+    "notebook.empty_body": ("`{name}` has an empty body", "`{name}` 的函数体为空"),
+    "notebook.solution_missing": ("the solution has no `{name}`", "参考答案中没有 `{name}`"),
+    "notebook.solution_method_missing": (
+        "the solution's class `{cls}` has no method `{method}`",
+        "参考答案的类 `{cls}` 没有方法 `{method}`",
+    ),
+    "notebook.test_class": (
+        "{path}: test class {name}: notebooks run test functions only",
+        "{path}：测试类 {name}：notebook 只运行测试函数",
+    ),
+    "notebook.unknown_fixtures": (
+        "{path}: {name} needs fixture(s) {unknown}; notebooks provide {known}",
+        "{path}：{name} 需要 fixture {unknown}；notebook 只提供 {known}",
+    ),
 }

@@ -34,4 +34,12 @@ MESSAGES = {
         "rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {got}",
         "rank {rank}：应返回 (flat_param, exp_avg, exp_avg_sq)，实际是 {got}",
     ),
+    "part02.zero.rank_result": (
+        "{where}rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type}",
+        "{where}rank {rank}：应返回 (flat_param, exp_avg, exp_avg_sq)，实际为 {type}",
+    ),
+    "part02.zero.whole_buffer": (
+        "{where}rank {rank}: expected the whole padded buffer of {elements} elements",
+        "{where}rank {rank}：应返回完整的填充后缓冲区，共 {elements} 个元素",
+    ),
 }

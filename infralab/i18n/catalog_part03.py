@@ -13,4 +13,10 @@ MESSAGES = {
         "{level} ({decision}): {reason}",
         "{level}（判定：{decision}）：{reason}",
     ),
+    "part03.out_of_bounds": (
+        "out-of-bounds tl.{op}: {bad} of {lanes} active lanes point outside every tensor passed to the kernel; "
+        "mask the {op} (e.g. mask=offsets < n_elements) or fix the offsets",
+        "越界的 tl.{op}：{lanes} 个活跃 lane 中有 {bad} 个指向传给 kernel 的所有张量之外；"
+        "请为 {op} 加掩码（例如 mask=offsets < n_elements）或修正偏移量",
+    ),
 }

@@ -18,4 +18,8 @@ MESSAGES = {
         "scale (channel): expected shape (2, 1), got {got}",
         "scale（按通道）：形状应为 (2, 1)，实际是 {got}",
     ),
+    "part05.quant_basics.scale_shape": (
+        "scale ({granularity}): expected shape {expected}, got {got}",
+        "scale（{granularity}）：形状应为 {expected}，实际为 {got}",
+    ),
 }

@@ -13,7 +13,9 @@ and IPC namespaces (``unshare --net --mount --pid --ipc --fork``), and still as 
 3. sets ``no_new_privs``, drops to the executor's own unprivileged uid/gid;
 4. execs ``python -I -B executor.py`` with a scrubbed environment.
 
-Standard library only; it is copied into the executor's tree (root-owned, read-only).
+Standard library only; it is copied into the executor's tree (root-owned, read-only). So its
+errors stay English (marked as kit bugs): a cage that cannot boot is the kit's or the machine's
+failure, reported by the judge as ``cage.not_started`` with this output.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def _mount(source: str, target: str, fstype: str | None, flags: int, data: str |
                      data.encode() if data else None)
     if rc != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
+        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")  # kit bug, not a user message
 
 
 def _tmpfs(target: str, mode: str = "0755", size: str = "1m", flags: int = MS_NOSUID | MS_NODEV) -> None:
@@ -61,7 +63,7 @@ def _bind(path: str, root: str, recursive: bool = True) -> str:
 def _syscall_pivot_root(new: str, old: str) -> None:
     if _libc.syscall(155, new.encode(), old.encode()) != 0:  # SYS_pivot_root on x86_64
         err = ctypes.get_errno()
-        raise OSError(err, f"pivot_root {new}: {os.strerror(err)}")
+        raise OSError(err, f"pivot_root {new}: {os.strerror(err)}")  # kit bug, not a user message
 
 
 def bind_devices(devices: list[str], root: str) -> None:
@@ -115,7 +117,7 @@ def build_root(system: list[str], reveal: list[str], writable: list[str], hide: 
     os.chdir("/")
     if _libc.umount2(b"/.old", MNT_DETACH) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"umount the host's tree: {os.strerror(err)}")
+        raise OSError(err, f"umount the host's tree: {os.strerror(err)}")  # kit bug, not a user message
     os.rmdir("/.old")
     _read_only("/")
 
@@ -133,7 +135,7 @@ def drop_privileges(uid: int, gid: int) -> None:
     os.setgid(gid)
     os.setuid(uid)
     if os.getuid() != uid or os.geteuid() != uid:
-        raise SystemExit("boot: could not drop privileges")
+        raise SystemExit("boot: could not drop privileges")  # kit bug, not a user message
 
 
 def main() -> int:

@@ -118,7 +118,7 @@ class Cage:
         self.course_root = Path(config.course_root).resolve()
         self.namespaces_problem = namespaces_unavailable()
         self.cgroup_problem = memory_cgroup_unavailable() if self.namespaces_problem is None else \
-            "no memory cgroup: the cage is not made on this platform"
+            tr("cage.no_cgroup_platform")
         self.group: MemoryGroup | None = None
         self.oom_kills = 0  # processes of the executor's tree killed for memory, over all its starts
         self.root_user = os.geteuid() == 0

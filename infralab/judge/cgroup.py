@@ -16,6 +16,8 @@ import os
 import time
 from pathlib import Path
 
+from infralab.i18n import tr
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -39,7 +41,7 @@ def _parent() -> tuple[Path, str]:
         if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
             (parent / "cgroup.subtree_control").write_text("+memory")  # refused when the group holds processes
         return parent, "v2"
-    raise OSError("no memory cgroup hierarchy under /sys/fs/cgroup")
+    raise OSError(tr("cage.no_cgroup_hierarchy"))
 
 
 class MemoryGroup:
@@ -97,5 +99,5 @@ def memory_cgroup_unavailable() -> str | None:
             group.remove()
             _PROBE.append(None)
         except (OSError, ValueError) as e:
-            _PROBE.append(f"no memory cgroup for the executor ({type(e).__name__}: {e})")
+            _PROBE.append(tr("cage.no_cgroup", error=f"{type(e).__name__}: {e}"))
     return _PROBE[0]

@@ -51,7 +51,7 @@ def _flag_sender(fd: int, send):
 
 
 def flag(kind: str, detail: str) -> None:  # replaced in main() by the channel's sender
-    raise RuntimeError("the flag channel is not open")
+    raise RuntimeError("the flag channel is not open")  # kit bug, not a user message
 
 
 _WATCHED_PATHS = ("/graders/", "/solutions/", "/fixtures/", "/.git/", "/proc/1/", "infralab-run", "/etc/shadow")
@@ -169,7 +169,7 @@ class Session:
     def decode(self, data, tensors, module: str = ""):
         def on_handle(d):
             if d["$h"] not in self.objects:
-                raise self.wire.WireError(f"unknown handle {d['$h']}")
+                raise self.wire.WireError(f"unknown handle {d['$h']}")  # kit bug, not a user message
             return self.objects[d["$h"]]
         place = None
         if self.config.get("gpu"):  # grade --gpu: GPU tensors back on the device; a Triton exercise's all of them
@@ -241,7 +241,7 @@ class Session:
             return self.perf.handle(request)
         h = request["h"]
         if h not in self.objects:
-            raise LookupError(f"unknown handle {h}")
+            raise LookupError(f"unknown handle {h}")  # kit bug, not a user message
         module = self.object_banned[h]
         obj = self.objects[h]
         if op == "getattr":
@@ -268,7 +268,7 @@ class Session:
             if changed:
                 answer["writeback"] = changed
             return answer, enc.tensors
-        raise ValueError(f"unknown request {op!r}")
+        raise ValueError(f"unknown request {op!r}")  # kit bug, not a user message
 
     def run_ranks(self, request: dict, tensors: dict):
         """Every rank of a multi-rank exercise, on the simulated group (infralab.distributed,

@@ -94,7 +94,7 @@ class RemoteObject:
         return self._target._attribute(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("objects from the implementation under test are used through their methods only")
+        raise AttributeError(tr("cage.methods_only"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._target._call(self, None, args, kwargs)
@@ -250,20 +250,18 @@ class IsolatedTarget:
         except wire.WireError as e:
             output, _ = self.cage.output()
             self.cage.stop()
-            raise RuntimeError(f"the isolated executor did not start ({e}): {output[-1500:]}") from None
+            raise RuntimeError(tr("cage.not_started", error=e, output=output[-1500:])) from None
         if header.get("ready") is not True:
             self.cage.stop()
-            raise RuntimeError("the isolated executor sent a malformed greeting")
+            raise RuntimeError(tr("cage.bad_greeting"))
         self.greeted = True
 
     def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor],
                  timeout_s: float | None = None) -> tuple[dict, dict]:
         if self.deaths >= MAX_DEATHS:
-            raise RuntimeError(f"{what}: the executor died {self.deaths} times (exited or was killed during a "
-                               "call); further calls fail without running")
+            raise RuntimeError(tr("cage.died_too_often", what=what, deaths=self.deaths))
         if self.spent >= self.limits.budget_s:
-            raise TimeoutError(f"{what}: the submission's time budget of {self.limits.budget_s:g} s is spent; "
-                               "this call was not made")
+            raise TimeoutError(tr("cage.budget_spent", what=what, budget=self.limits.budget_s))
         self._ensure_started()  # the executor's own start-up is not the student's time
         t0 = time.monotonic()
         try:
@@ -274,19 +272,18 @@ class IsolatedTarget:
                 answer, out = wire.receive(self.cage.from_executor, deadline)
             except wire.Timeout:
                 self.cage.stop()
-                self._flag("timeout", f"{what} ran out of time")
-                raise TimeoutError(f"{what} did not return within {timeout_s:g} s; "
-                                   "the executor was stopped") from None
+                self._flag("timeout", tr("cage.ran_out_of_time", what=what))
+                raise TimeoutError(tr("cage.call_timeout", what=what, timeout=timeout_s)) from None
             except wire.Closed:
                 oom_before = self.cage.oom_kills
                 self.cage.stop()
                 self.deaths += 1
                 self._flag("executor-died", tr("cage.died_at_memory_limit", what=what, limit=self.cage.tree_memory_bytes)
-                           if self.cage.oom_kills > oom_before else f"during {what}")
-                raise RuntimeError(f"{what}: the executor died during the call (it exited or was killed)") from None
+                           if self.cage.oom_kills > oom_before else tr("cage.during", what=what))
+                raise RuntimeError(tr("cage.died_in_call", what=what)) from None
             except wire.WireError as e:
                 self.cage.stop()
-                raise RuntimeError(f"{what}: malformed answer from the executor ({e})") from None
+                raise RuntimeError(tr("cage.malformed_answer", what=what, error=e)) from None
         finally:
             self.spent += time.monotonic() - t0
         self._read_flags(answer.get("sync"))
@@ -303,18 +300,16 @@ class IsolatedTarget:
         def refuse(obj: Any) -> Any:
             if isinstance(obj, RemoteObject):
                 if obj._generation != self.generation:
-                    raise RuntimeError("this object was lost when the executor was restarted")
+                    raise RuntimeError(tr("cage.lost_on_restart"))
                 return {"$h": obj._handle}
-            raise TypeError(f"cannot pass a {type(obj).__name__} to the isolated implementation: "
-                            "only tensors, numbers, strings, None, dtypes, containers of those and "
-                            "objects it returned (docs/authoring.md)")
+            raise TypeError(tr("cage.cannot_pass", type=type(obj).__name__))
         enc = wire.Encoder(refuse)
         return enc.encode(list(args)), enc.encode(dict(kwargs)), enc.tensors
 
     def _decode(self, data: Any, tensors: dict, generation: int) -> Any:
         def on_handle(d: dict) -> RemoteObject:
             if "$callable" in d:
-                raise wire.WireError("unexpected callable marker")
+                raise wire.WireError(tr("cage.callable_marker"))
             return RemoteObject(self, d["$h"], str(d.get("type", "object"))[:80], generation)
         return wire.decode(data, tensors, on_handle)
 
@@ -322,7 +317,7 @@ class IsolatedTarget:
         if "error" in answer and type(answer["error"]) is dict:
             raise _exception(answer["error"], str(self.cage.tree))
         if "ok" not in answer:
-            raise RuntimeError("malformed answer from the executor (no result)")
+            raise RuntimeError(tr("cage.no_result"))
         return self._decode(answer["ok"], out, generation)
 
     # -- what tests use -------------------------------------------------------------------------
@@ -334,23 +329,25 @@ class IsolatedTarget:
             return self.modules[module_name]
         origin = self.origin(module_name)
         if not (self.cage.lib / "code" / self.package / (module_name.replace(".", "/") + ".py")).is_file():
-            self.failures[module_name] = TargetError(f"{origin}: module file is missing")
+            self.failures[module_name] = TargetError(tr("targets.module_missing", origin=origin))
             raise self.failures[module_name]
         try:
-            answer, out = self._request(f"importing {origin}", {"op": "import", "module": module_name}, {},
+            answer, out = self._request(tr("cage.importing", origin=origin),
+                                        {"op": "import", "module": module_name}, {},
                                         timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s)
             if "error" in answer:
                 raise _exception(answer["error"], str(self.cage.tree))
             handle = answer.get("ok")
             if type(handle) is not dict or type(handle.get("$h")) is not int:
-                raise RuntimeError("malformed answer from the executor (no module handle)")
+                raise RuntimeError(tr("cage.no_module_handle"))
         except TimeoutError as exc:
-            error = TargetError(f"{origin} does not import: {exc}")
+            error = TargetError(tr("targets.does_not_import", origin=origin, error=exc))
             self.failures[module_name] = error
             raise error from None
         except Exception as exc:  # noqa: BLE001 - any failure to import is the submission's
             where = getattr(exc, "remote_traceback", "")
-            error = TargetError(f"{origin} does not import: {type(exc).__name__}: {exc}" + (f"\n{where}" if where else ""))
+            error = TargetError(tr("targets.does_not_import", origin=origin,
+                                  error=f"{type(exc).__name__}: {exc}" + (f"\n{where}" if where else "")))
             self.failures[module_name] = error
             raise error from None
         module = RemoteModule(self, module_name, handle["$h"], self.generation)
@@ -363,8 +360,7 @@ class IsolatedTarget:
             return obj
         if isinstance(obj, RemoteModule):
             return self.load(obj._module_name)
-        raise RuntimeError(f"this {obj._type_name} was lost when the executor was stopped (an earlier call "
-                           "hung or crashed it)")
+        raise RuntimeError(tr("cage.lost_on_stop", type=obj._type_name))
 
     def _attribute(self, obj: RemoteObject, name: str) -> Any:
         if name in obj._callables:
@@ -373,22 +369,20 @@ class IsolatedTarget:
         answer, out = self._request(f"{obj._type_name}.{name}", {"op": "getattr", "h": live._handle, "name": name}, {})
         if "error" in answer and type(answer["error"]) is dict and answer["error"].get("type") == "AttributeError":
             if isinstance(obj, RemoteModule):
-                raise TargetError(f"{self.origin(obj._module_name)} has no `{name}`: define it with the "
-                                  "signature given in the stub")
-            raise AttributeError(f"{obj._type_name} has no attribute {name!r}")
+                raise TargetError(tr("targets.missing_name", origin=self.origin(obj._module_name), name=name))
+            raise AttributeError(tr("cage.no_attribute", type=obj._type_name, name=name))
         if type(answer.get("ok")) is dict and "$callable" in answer["ok"]:
             fn = RemoteCallable(self, obj, name)
             obj._callables[name] = fn
             return fn
         if not isinstance(obj, RemoteModule) and "error" not in answer:
-            raise TypeError(f"{obj._type_name}.{name} is not a method: objects returned by the implementation "
-                            "under test are used through their methods only (docs/authoring.md)")
+            raise TypeError(tr("cage.not_a_method", type=obj._type_name, name=name))
         return self._answer(answer, out, live._generation)
 
     def _call(self, obj: RemoteObject, name: str | None, args: tuple, kwargs: dict) -> Any:
         key = f"{obj._type_name}.{name}"
         if self.strikes.get(key, 0) >= STRIKES:
-            raise TimeoutError(f"{key} ran out of time {STRIKES} times; further calls fail without running")
+            raise TimeoutError(tr("cage.strikes", what=key, strikes=STRIKES))
         live = self._live(obj)
         a, k, tensors = self._encode_args(args, kwargs)
         try:
@@ -421,10 +415,9 @@ class IsolatedTarget:
         encoded, _, tensors = self._encode_args(([[name, [list(a) for a in args]] for name, args in calls],), {})
         header = {"op": "run_ranks", "module": module, "calls": encoded, "world_size": int(world_size),
                   "allow_collectives": bool(allow_collectives), "timeout_s": float(timeout_s)}
-        answer, out = self._request(f"{module} on {world_size} ranks", header, tensors,
+        answer, out = self._request(tr("cage.on_ranks", module=module, world_size=world_size), header, tensors,
                                     timeout_s=float(timeout_s) * max(1, len(calls)) + 10)
         if backend != "sim":
-            from infralab.i18n import tr
             note = tr("intake.simulated_group", module=module, backend=backend)
             if note not in self.notes:
                 self.notes.append(note)

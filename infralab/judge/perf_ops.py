@@ -93,7 +93,7 @@ class PerfOps:
 
     def run(self, r: dict) -> dict:
         if not self.sets or self.workload is None:
-            raise RuntimeError("perf_run before perf_prepare")
+            raise RuntimeError("perf_run before perf_prepare")  # kit bug, not a user message
         calls, start = int(r["calls"]), int(r["start"])
         keep = {int(k) for k in r.get("keep", [])}
         view = _GateView(self.session, self.module) if r.get("gate") else self._candidate(self.module).timed

@@ -14,7 +14,9 @@ JSON by key. Values are encoded as:
   sends a handle ``{"$h": 7, "type": "BlockAllocator"}``); the judge refuses non-data arguments.
 
 This module is copied into the executor's tree and imported there on its own: it depends on
-the standard library, torch and safetensors only.
+the standard library, torch and safetensors only. So its errors stay English (marked as kit
+bugs): a correct judge and executor never send a malformed frame, and the judge reports a broken
+channel in its own catalogued words (``cage.malformed_answer``, ``cage.call_timeout``, ...).
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def dtype_from_name(name: str) -> torch.dtype:
     dtype = getattr(torch, str(name), None)
     if not isinstance(dtype, torch.dtype):
-        raise WireError(f"unknown dtype {name!r}")
+        raise WireError(f"unknown dtype {name!r}")  # kit bug, not a user message
     return dtype
 
 
@@ -81,7 +83,7 @@ class Encoder:
 
     def encode(self, value: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
-            raise WireError("value nested too deeply")
+            raise WireError("value nested too deeply")  # kit bug, not a user message
         kind = type(value)
         if kind in _SCALARS:
             return value
@@ -108,16 +110,16 @@ def decode(data: Any, tensors: dict[str, torch.Tensor], on_handle: Callable[[dic
     """The inverse of :class:`Encoder` for data built by the other side (validated as it goes).
     ``place(tensor, was_on_cuda)``: where a decoded tensor goes (the GPU executor moves them there)."""
     if depth > MAX_DEPTH:
-        raise WireError("value nested too deeply")
+        raise WireError("value nested too deeply")  # kit bug, not a user message
     if type(data) in _SCALARS:
         return data
     if type(data) is list:
         return [decode(v, tensors, on_handle, depth + 1, place) for v in data]
     if type(data) is not dict or len(data) < 1:
-        raise WireError(f"malformed value of type {type(data).__name__}")
+        raise WireError(f"malformed value of type {type(data).__name__}")  # kit bug, not a user message
     if "$t" in data:
         if data["$t"] not in tensors:
-            raise WireError(f"reference to a missing tensor {data['$t']!r}")
+            raise WireError(f"reference to a missing tensor {data['$t']!r}")  # kit bug, not a user message
         t = tensors[data["$t"]]
         return t if place is None else place(t, data.get("d") == "cuda")
     if "$tuple" in data and type(data["$tuple"]) is list:
@@ -126,7 +128,7 @@ def decode(data: Any, tensors: dict[str, torch.Tensor], on_handle: Callable[[dic
         out = {}
         for pair in data["$dict"]:
             if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in _SCALARS:
-                raise WireError("malformed dict entry")
+                raise WireError("malformed dict entry")  # kit bug, not a user message
             out[pair[0]] = decode(pair[1], tensors, on_handle, depth + 1, place)
         return out
     if "$dtype" in data:
@@ -135,7 +137,7 @@ def decode(data: Any, tensors: dict[str, torch.Tensor], on_handle: Callable[[dic
         return torch.device(data["$device"])
     if "$h" in data and type(data["$h"]) is int:
         return on_handle(data)
-    raise WireError(f"malformed value with keys {sorted(data)[:5]}")
+    raise WireError(f"malformed value with keys {sorted(data)[:5]}")  # kit bug, not a user message
 
 
 def _save(tensors: dict[str, torch.Tensor]) -> bytes:
@@ -152,7 +154,7 @@ def _load(blob: bytes) -> dict[str, torch.Tensor]:
     try:
         return load(blob)
     except Exception as e:  # noqa: BLE001 - any parse failure is a malformed message
-        raise WireError(f"malformed tensor data: {type(e).__name__}: {e}") from None
+        raise WireError(f"malformed tensor data: {type(e).__name__}: {e}") from None  # kit bug, not a user message
 
 
 def send(fd: int, header: dict, tensors: dict[str, torch.Tensor] | None = None,
@@ -167,11 +169,11 @@ def send(fd: int, header: dict, tensors: dict[str, torch.Tensor] | None = None,
         except BlockingIOError:
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
-                raise Timeout("the other side stopped reading") from None
+                raise Timeout("the other side stopped reading") from None  # kit bug, not a user message
             select.select([], [fd], [], wait)
             continue
         except (BrokenPipeError, ConnectionResetError):
-            raise Closed("the other side closed the connection") from None
+            raise Closed("the other side closed the connection") from None  # kit bug, not a user message
         data = data[n:]
 
 
@@ -181,13 +183,13 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
         if deadline is not None:
             wait = deadline - time.monotonic()
             if wait <= 0:
-                raise Timeout("no answer in time")
+                raise Timeout("no answer in time")  # kit bug, not a user message
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
-                raise Timeout("no answer in time")
+                raise Timeout("no answer in time")  # kit bug, not a user message
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
-            raise Closed("the other side closed the connection")
+            raise Closed("the other side closed the connection")  # kit bug, not a user message
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
@@ -197,13 +199,13 @@ def receive(fd: int, deadline: float | None = None, max_blob: int = MAX_BLOB) ->
     """One message: (header dict, tensors). Raises Timeout, Closed or WireError."""
     head_len, blob_len = _FRAME.unpack(_read_exact(fd, _FRAME.size, deadline))
     if head_len > MAX_HEADER or blob_len > max_blob:
-        raise WireError(f"message too large ({head_len} + {blob_len} bytes)")
+        raise WireError(f"message too large ({head_len} + {blob_len} bytes)")  # kit bug, not a user message
     head = _read_exact(fd, head_len, deadline)
     blob = _read_exact(fd, blob_len, deadline)
     try:
         header = json.loads(head.decode("utf-8"))
     except (ValueError, RecursionError) as e:
-        raise WireError(f"malformed header: {e}") from None
+        raise WireError(f"malformed header: {e}") from None  # kit bug, not a user message
     if type(header) is not dict:
-        raise WireError("malformed header: not an object")
+        raise WireError("malformed header: not an object")  # kit bug, not a user message
     return header, _load(blob)

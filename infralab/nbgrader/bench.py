@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 
 from infralab.course import load_course
+from infralab.i18n import tr
 from infralab.nbgrader.export import export_course
 from infralab.nbgrader.extract import fill_answer, reference_answer
 from infralab.nbgrader.grade import grade_submissions, judge_available
@@ -28,7 +29,7 @@ STUDENT = "bench_student"
 def _nbgrader(course_dir: Path, *args: str) -> None:
     proc = run_nbgrader(course_dir, *args, capture=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}")
+        raise RuntimeError(tr("notebook.nbgrader_failed", command=" ".join(args), output=proc.stdout[-3000:]))
 
 
 def bench(part: str, work: Path) -> dict[str, float]:

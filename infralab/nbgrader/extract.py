@@ -13,6 +13,8 @@ from pathlib import Path
 
 import nbformat
 
+from infralab.i18n import tr
+
 _IPYTHON_LINE = re.compile(r"^\s*[%!]")
 
 
@@ -41,7 +43,7 @@ def fill_answer(nb, code: str):
             cell.source = code if first else ""
             first = False
     if first:
-        raise ValueError("the notebook has no answer cell (nbgrader solution cell)")
+        raise ValueError(tr("notebook.no_answer_cell"))
     return nb
 
 

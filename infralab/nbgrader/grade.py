@@ -25,6 +25,7 @@ import nbformat
 
 from infralab.course import Course, Exercise
 from infralab.errors import InfralabError
+from infralab.i18n import tr
 from infralab.nbgrader.extract import write_module
 from infralab.nbgrader.gradebook import (
     autograded_notebook, cell_verdicts, ensure_submission, grade_cells, write_scores,
@@ -62,7 +63,7 @@ def course_folders(path: Path) -> tuple[Path, Path]:
         return path, path / "submitted"
     if path.name == "submitted" and path.is_dir():
         return path.parent, path
-    raise NotebookGradingError(f"{path}: expected nbgrader's submitted/ folder or the course directory holding it")
+    raise NotebookGradingError(tr("notebook.not_submitted_folder", path=path))
 
 
 def _timestamp(folder: Path):
@@ -101,8 +102,7 @@ def grade_submissions(course: Course, submitted: Path, *, db_url: str | None = N
             try:
                 gb.find_assignment(name)
             except MissingEntry:
-                raise NotebookGradingError(f"assignment {name!r} is not in the gradebook {db_url}: "
-                                           f"run `nbgrader generate_assignment {name}` first") from None
+                raise NotebookGradingError(tr("notebook.not_in_gradebook", name=name, db=db_url)) from None
         with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1)) as pool:
             futures = {pool.submit(_judge, course, notebooks, isolated): (student, folder, notebooks)
                        for student, folder, notebooks in tasks}

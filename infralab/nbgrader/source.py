@@ -13,6 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from infralab.i18n import tr
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -58,7 +60,7 @@ def _body(lines: list[str], node: ast.AST) -> tuple[str, str]:
     """A function's body without its docstring, and its indentation."""
     stmts = node.body[1:] if _docstring_node(node) is not None else node.body
     if not stmts:
-        raise SourceError(f"`{node.name}` has an empty body")
+        raise SourceError(tr("notebook.empty_body", name=node.name))
     start = (node.body[0].end_lineno + 1) if _docstring_node(node) is not None else stmts[0].lineno
     text = lines[start - 1:node.end_lineno]
     while text and not text[0].strip():
@@ -100,7 +102,7 @@ def _merge_class(stub_lines, stub_node: ast.ClassDef, sol_lines, sol_node: ast.C
         if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub_names.add(member.name)
             if member.name not in sol_members:
-                raise SourceError(f"the solution's class `{stub_node.name}` has no method `{member.name}`")
+                raise SourceError(tr("notebook.solution_method_missing", cls=stub_node.name, method=member.name))
             parts.append("\n" + _merge_function(stub_lines, member, sol_lines, sol_members[member.name]))
         else:  # class attributes, annotations: the stub's text
             stub_dumps.add(_normalized(member))
@@ -159,7 +161,7 @@ def answer_cell(stub_text: str, solution_text: str | None) -> str:
         if not isinstance(node, _DEFS):
             continue
         if node.name not in sol_defs:
-            raise SourceError(f"the solution has no `{node.name}`")
+            raise SourceError(tr("notebook.solution_missing", name=node.name))
         if isinstance(node, ast.ClassDef):
             blocks.append(_merge_class(stub_lines, node, sol_lines, sol_defs[node.name]))
         else:

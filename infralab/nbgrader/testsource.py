@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infralab.errors import InfralabError
+from infralab.i18n import tr
 
 # The fixtures a notebook cell provides (infralab.nbgrader.notebook._fixtures).
 NOTEBOOK_FIXTURES = frozenset({"impl", "seed", "gen", "tmp_path", "golden"})
@@ -85,13 +86,13 @@ def read_test_file(path: Path) -> TestFile:
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         segment = "\n".join(lines[first - 1:node.end_lineno])
         if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            raise TestSourceError(f"{path}: test class {node.name}: notebooks run test functions only")
+            raise TestSourceError(tr("notebook.test_class", path=path, name=node.name))
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             args = {a.arg for a in node.args.args + node.args.kwonlyargs}
             unknown = args - NOTEBOOK_FIXTURES - _parametrized_names(node) - _given_names(node)
             if unknown:
-                raise TestSourceError(f"{path}: {node.name} needs fixture(s) {sorted(unknown)}; "
-                                      f"notebooks provide {sorted(NOTEBOOK_FIXTURES)}")
+                raise TestSourceError(tr("notebook.unknown_fixtures", path=path, name=node.name,
+                                         unknown=sorted(unknown), known=sorted(NOTEBOOK_FIXTURES)))
             tests.append(TestPiece(node.name, segment, _weight(node)))
             test_lines.update(range(first, node.end_lineno + 1))
     kept = "\n".join(line for i, line in enumerate(lines, 1) if i not in test_lines)

@@ -119,7 +119,7 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
     except Exception as exc:  # a target that does not import: rejected, nothing timed
         tgt.close()
         return [{"exercise": ex.id, "challenge": c["id"], "correct": False, "decision": "reject", "level": "incorrect",
-                 "reason": f"does not import: {str(exc).splitlines()[0]}", "flags": [], "metrics": {},
+                 "reason": tr("bench.does_not_import", error=str(exc).splitlines()[0]), "flags": [], "metrics": {},
                  "evidence": evidence(profile, on_gpu=True)} for c in challenges]
     timer = CudaTimer()
     policy = SamplingPolicy(time_cap_s=time_cap)

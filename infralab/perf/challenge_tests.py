@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from infralab.course import Course, find_course_root, load_course
+from infralab.i18n import tr
 from infralab.perf import checked  # noqa: F401 - snapshots the timer's functions before any student code loads
 from infralab.perf.spec import case_id
 from infralab.testing import expect
@@ -55,7 +56,8 @@ def run_case(course: Course, impl: Any, perf_record: Any, gpu_profile: Any, requ
     from infralab.perf.caged import is_caged, measure_in_cage
     from infralab.perf.run import run_challenge
     if challenge["profiles"] and gpu_profile.name not in challenge["profiles"]:
-        pytest.skip(f"challenge {challenge['id']} is declared for {challenge['profiles']}, not {gpu_profile.name}")
+        pytest.skip(tr("perf.challenge_other_profiles", id=challenge["id"], profiles=challenge["profiles"],
+                       profile=gpu_profile.name))
     target = request.config.getoption("infralab_target")
     module, triton = impl(exercise), course.exercise(exercise).triton
     if is_caged(module):  # grade --gpu: the judge's seeds, its own output checks, its own clock

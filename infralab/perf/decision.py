@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from infralab.i18n import tr
 from infralab.perf.profiles import Profile
 
 SMALL_SET_FACTOR = 4  # absolute thresholds only on working sets >= 4x L2
@@ -40,10 +41,12 @@ def peak_for(profile: Profile, unit: str, dtype: str) -> float | None:
 
 def _bar(threshold: dict[str, Any], profile: Profile, unit: str) -> dict[str, Any]:
     if threshold["of"] == "baseline":
-        return {"kind": "ratio", "value": threshold["fraction"], "text": f">= {threshold['fraction']:g}x baseline"}
+        return {"kind": "ratio", "value": threshold["fraction"],
+                "text": tr("perf.bar.ratio", fraction=threshold["fraction"])}
     value = threshold["fraction"] * profile.ceiling(threshold["of"])
     return {"kind": "absolute", "value": value,
-            "text": f">= {value:,.0f} {unit} ({threshold['fraction']:.0%} of {threshold['of']})"}
+            "text": tr("perf.bar.absolute", value=value, unit=unit, fraction=threshold["fraction"],
+                       ceiling=threshold["of"])}
 
 
 def _met(bar: dict[str, Any], achieved: float, ratio: float) -> bool:
@@ -55,22 +58,21 @@ def judge(*, challenge: dict[str, Any], profile: Profile, achieved: float, unit:
           correctness_message: str = "") -> Verdict:
     """The verdict for a candidate reaching ``achieved`` (GB/s or TFLOP/s), ``ratio`` x the baseline."""
     if not correct:
-        return Verdict("incorrect", "reject", f"correctness gate failed: {correctness_message}".strip(),
+        return Verdict("incorrect", "reject", tr("perf.verdict.incorrect", message=correctness_message).strip(),
                        {}, None, None)
     flags = []
     peak = peak_for(profile, unit, challenge["dtype"])
     if peak and achieved > PEAK_FLAG * peak:
-        flags.append(f"{achieved:,.0f} {unit} is above {PEAK_FLAG}x the datasheet peak ({peak:,.0f} {unit})")
+        flags.append(tr("perf.flag.above_peak", achieved=achieved, unit=unit, factor=PEAK_FLAG, peak=peak))
     if ratio > REFERENCE_FLAG:
-        flags.append(f"{ratio:.1f}x faster than the baseline: over {REFERENCE_FLAG:g}x the reference")
+        flags.append(tr("perf.flag.above_reference", ratio=ratio, factor=REFERENCE_FLAG))
     if wall_mismatch:
-        flags.append("host wall time far above CUDA-event time: work outside the timed stream")
+        flags.append(tr("perf.flag.wall_mismatch"))
     small = working_set_bytes < SMALL_SET_FACTOR * l2_bytes
     uses_ceiling = any(challenge[k]["of"] != "baseline" for k in ("pass", "challenge"))
     if small and uses_ceiling:
         pass_bar = {"kind": "ratio", "value": SMALL_SET_RATIO,
-                    "text": f">= {SMALL_SET_RATIO:g}x baseline (working set < {SMALL_SET_FACTOR}x L2: "
-                            f"relative check only, with a margin for timing noise)"}
+                    "text": tr("perf.bar.small_set", ratio=SMALL_SET_RATIO, factor=SMALL_SET_FACTOR)}
         challenge_bar = None
     else:
         pass_bar = _bar(challenge["pass"], profile, unit)
@@ -78,16 +80,17 @@ def judge(*, challenge: dict[str, Any], profile: Profile, achieved: float, unit:
     ceiling_key = next((challenge[k]["of"] for k in ("challenge", "pass") if challenge[k]["of"] != "baseline"), None)
     fraction = achieved / profile.ceiling(ceiling_key) if ceiling_key else None
     if flags:
-        return Verdict("flagged", "reject", "flagged for the instructor's review: " + "; ".join(flags),
+        return Verdict("flagged", "reject", tr("perf.verdict.flagged", flags="; ".join(flags)),
                        pass_bar, challenge_bar, fraction, flags)
-    provisional = "" if profile.calibrated else " (provisional profile: thresholds from the datasheet)"
+    provisional = "" if profile.calibrated else tr("perf.verdict.provisional")
     if challenge_bar and _met(challenge_bar, achieved, ratio):
-        return Verdict("challenge", "accept", f"challenge bar met: {challenge_bar['text']}{provisional}",
+        return Verdict("challenge", "accept",
+                       tr("perf.verdict.challenge", bar=challenge_bar["text"], provisional=provisional),
                        pass_bar, challenge_bar, fraction)
     if _met(pass_bar, achieved, ratio):
-        return Verdict("pass", "accept", f"pass bar met: {pass_bar['text']}{provisional}",
+        return Verdict("pass", "accept", tr("perf.verdict.pass", bar=pass_bar["text"], provisional=provisional),
                        pass_bar, challenge_bar, fraction)
-    return Verdict("below pass", "tune", f"below the pass bar: {pass_bar['text']}{provisional}",
+    return Verdict("below pass", "tune", tr("perf.verdict.below_pass", bar=pass_bar["text"], provisional=provisional),
                    pass_bar, challenge_bar, fraction)
 
 

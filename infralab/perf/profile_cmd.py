@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from infralab.course import find_course_root
+from infralab.i18n import tr
 from infralab.perf.profiles import current_device, detect, load_profiles
 
 
@@ -38,12 +39,13 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         if args.name:
             if args.name not in profiles:
-                print(f"no profile {args.name!r} (registered: {', '.join(sorted(profiles))})", file=sys.stderr)
+                print(tr("perf.profile_cmd.unknown", name=args.name, names=", ".join(sorted(profiles))),
+                      file=sys.stderr)
                 return 2
             print(profiles[args.name].file.read_text(encoding="utf-8"), end="")
             return 0
         for p in profiles.values():
-            ceil = ", ".join(f"{k} {v:,g}" for k, v in p.ceilings.items()) or "runs no perf challenge"
+            ceil = ", ".join(f"{k} {v:,g}" for k, v in p.ceilings.items()) or tr("perf.profile_cmd.no_perf")
             print(f"{p.name:10s} {p.status:12s} {p.title}: {ceil}")
         return 0
     if args.action == "detect":
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         prof, reason = detect(profiles, dev)
         print(reason)
         if prof is not None:
-            print(f"profile: {prof.name} ({prof.status}), ceilings: {prof.ceilings or 'none'}")
+            print(tr("perf.profile_cmd.detected", name=prof.name, status=prof.status,
+                     ceilings=prof.ceilings or tr("perf.profile_cmd.none")))
         return 0
     return _calibrate(args, folder)
 
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 def _calibrate(args, folder: Path) -> int:
     from infralab.perf.calibrate import measure_ceilings, profile_data, write_profile
     if current_device() is None:
-        print("infralab profile calibrate: no CUDA GPU on this machine; nothing to measure", file=sys.stderr)
+        print(tr("perf.profile_cmd.no_gpu"), file=sys.stderr)
         return 2
     base = None
     if args.update:
@@ -73,5 +76,6 @@ def _calibrate(args, folder: Path) -> int:
     if not args.update:
         path = Path(args.out or folder) / f"{data['name']}.yml"
     write_profile(path, data)
-    print(f"wrote {path} (calibrated: {', '.join(f'{k} {v:,g}' for k, v in data['ceilings'].items())})")
+    ceilings = ", ".join(f"{k} {v:,g}" for k, v in data["ceilings"].items())
+    print(tr("perf.profile_cmd.wrote", path=path, ceilings=ceilings))
     return 0

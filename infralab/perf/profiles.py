@@ -17,13 +17,9 @@ from infralab.course import load_yaml
 from infralab.errors import CourseError
 from infralab.i18n import tr
 
-# Ceilings a profile that runs performance challenges must give, and what they mean.
-CEILINGS = {
-    "copy_gbps": "device-to-device copy, bytes read + written per second (GB/s)",
-    "read_gbps": "read-only reduction over a large buffer (GB/s)",
-    "matmul_bf16_tflops": "torch.matmul bf16 at 8192^3 (TFLOP/s)",
-    "matmul_fp16_tflops": "torch.matmul fp16 at 8192^3 (TFLOP/s)",
-}
+# Ceilings a profile that runs performance challenges must give; what each means: the catalogue's
+# perf.ceiling.<name>.
+CEILINGS = ("copy_gbps", "read_gbps", "matmul_bf16_tflops", "matmul_fp16_tflops")
 PEAKS = {"bandwidth_gbps", "bf16_tflops", "fp16_tflops", "tf32_tflops", "fp32_tflops"}
 # Which datasheet peak bounds each ceiling (a result above 1.05x of it is flagged).
 PEAK_OF_METRIC = {"GB/s": "bandwidth_gbps", "TFLOP/s": "bf16_tflops"}
@@ -68,7 +64,7 @@ class Profile:
 
     def ceiling(self, key: str) -> float:
         if key not in self.ceilings:
-            raise CourseError(self.file, f"ceilings.{key}", "this ceiling (a challenge's threshold refers to it)")
+            raise CourseError(self.file, f"ceilings.{key}", tr("perf.profile.ceiling_referred"))
         return self.ceilings[key]
 
     def matches(self, dev: DeviceInfo) -> bool:
@@ -85,16 +81,16 @@ class Profile:
 
 def _number(file: Path, key: str, value: Any, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= minimum:
-        raise CourseError(file, key, f"a number > {minimum:g}", value)
+        raise CourseError(file, key, tr("perf.profile.number_above", minimum=minimum), value)
     return float(value)
 
 
 def _mapping(file: Path, key: str, value: Any, allowed: set[str] | None = None) -> dict:
     if not isinstance(value, dict):
-        raise CourseError(file, key, "a mapping", type(value).__name__)
+        raise CourseError(file, key, tr("course.a_mapping"), type(value).__name__)
     for k in value:
         if allowed is not None and k not in allowed:
-            raise CourseError(file, f"{key}.{k}" if key else str(k), f"one of {sorted(allowed)}", k)
+            raise CourseError(file, f"{key}.{k}" if key else str(k), tr("course.one_of", names=sorted(allowed)), k)
     return value
 
 
@@ -104,61 +100,62 @@ def parse_profile(file: Path | str, data: Any) -> Profile:
     d = _mapping(file, "", data, _KEYS)
     for k in ("name", "title", "runs_perf", "identity", "calibrated"):
         if k not in d:
-            raise CourseError(file, k, "this key to be present")
+            raise CourseError(file, k, tr("course.key_present"))
     name = d["name"]
     if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise CourseError(file, "name", "a lower-case identifier", name)
+        raise CourseError(file, "name", tr("perf.profile.identifier"), name)
     if name != file.stem:
-        raise CourseError(file, "name", f"the file's stem {file.stem!r}", name)
+        raise CourseError(file, "name", tr("perf.profile.file_stem", stem=file.stem), name)
     for k in ("runs_perf", "calibrated"):
         if not isinstance(d[k], bool):
-            raise CourseError(file, k, "true or false", d[k])
+            raise CourseError(file, k, tr("course.true_or_false"), d[k])
     ident = _mapping(file, "identity", d["identity"], _IDENTITY_KEYS)
     if not d["runs_perf"]:
         return Profile(name=name, title=str(d["title"]), file=file, runs_perf=False, calibrated=d["calibrated"])
     patterns = ident.get("name_patterns")
     if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
-        raise CourseError(file, "identity.name_patterns", "a non-empty list of regular expressions", patterns)
+        raise CourseError(file, "identity.name_patterns", tr("perf.profile.name_patterns"), patterns)
     for i, p in enumerate(patterns):
         try:
             re.compile(p)
         except re.error as e:
-            raise CourseError(file, f"identity.name_patterns[{i}]", "a valid regular expression", str(e)) from None
+            raise CourseError(file, f"identity.name_patterns[{i}]", tr("perf.profile.valid_regex"), str(e)) from None
     cc = ident.get("compute_capability")
     if not (isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) and x >= 0 for x in cc)):
-        raise CourseError(file, "identity.compute_capability", "[major, minor]", cc)
+        raise CourseError(file, "identity.compute_capability", tr("perf.profile.capability"), cc)
     mem = ident.get("memory_gib")
     if not (isinstance(mem, list) and len(mem) == 2):
-        raise CourseError(file, "identity.memory_gib", "[min, max] in GiB", mem)
+        raise CourseError(file, "identity.memory_gib", tr("perf.profile.memory_range"), mem)
     lo = _number(file, "identity.memory_gib[0]", mem[0])
     hi = _number(file, "identity.memory_gib[1]", mem[1])
     if lo > hi:
-        raise CourseError(file, "identity.memory_gib", "min <= max", mem)
+        raise CourseError(file, "identity.memory_gib", tr("perf.profile.min_le_max"), mem)
     ff = ident.get("form_factor")
     if ff not in _FORM_FACTORS:
-        raise CourseError(file, "identity.form_factor", f"one of {sorted(_FORM_FACTORS)}", ff)
+        raise CourseError(file, "identity.form_factor", tr("course.one_of", names=sorted(_FORM_FACTORS)), ff)
     l2 = _number(file, "l2_mb", d.get("l2_mb"))
     peaks = _mapping(file, "peaks", d.get("peaks"), PEAKS)
     for k in ("bandwidth_gbps", "bf16_tflops"):
         if k not in peaks:
-            raise CourseError(file, f"peaks.{k}", "this datasheet peak")
+            raise CourseError(file, f"peaks.{k}", tr("perf.profile.datasheet_peak"))
     peaks = {k: _number(file, f"peaks.{k}", v) for k, v in peaks.items()}
     ceilings = _mapping(file, "ceilings", d.get("ceilings"), None)
     for k in CEILINGS:
         if k not in ceilings:
-            raise CourseError(file, f"ceilings.{k}", f"this ceiling: {CEILINGS[k]}")
+            raise CourseError(file, f"ceilings.{k}",
+                              tr("perf.profile.ceiling_missing", meaning=tr(f"perf.ceiling.{k}")))
     ceilings = {str(k): _number(file, f"ceilings.{k}", v) for k, v in ceilings.items()}
     for k, peak_key in (("copy_gbps", "bandwidth_gbps"), ("matmul_bf16_tflops", "bf16_tflops")):
         if ceilings[k] > 1.05 * peaks[peak_key]:
-            raise CourseError(file, f"ceilings.{k}", f"at most 1.05x peaks.{peak_key} ({peaks[peak_key]:g})",
-                              ceilings[k])
+            raise CourseError(file, f"ceilings.{k}",
+                              tr("perf.profile.ceiling_above_peak", peak=peak_key, value=peaks[peak_key]), ceilings[k])
     measured = _mapping(file, "measured", d.get("measured"), None)
     if "date" not in measured:
-        raise CourseError(file, "measured.date", "the date the ceilings were measured or estimated")
+        raise CourseError(file, "measured.date", tr("perf.profile.measured_date"))
     if d["calibrated"]:
         for k in ("torch", "device_name"):
             if k not in measured:
-                raise CourseError(file, f"measured.{k}", "present on a calibrated profile")
+                raise CourseError(file, f"measured.{k}", tr("perf.profile.calibrated_needs"))
     return Profile(
         name=name, title=str(d["title"]), file=file, runs_perf=True, calibrated=d["calibrated"],
         name_patterns=tuple(patterns), capability=(cc[0], cc[1]), memory_gib=(lo, hi), form_factor=ff,

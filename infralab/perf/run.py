@@ -103,7 +103,7 @@ def check_outputs(wl: Workload, got: Any, inputs: dict, options: dict) -> str | 
     expected = _outputs(wl.reference(inputs, options))
     got = _outputs(got)
     if len(got) < len(expected):
-        return f"expected {len(expected)} outputs ({', '.join(wl.output_names)}), got {len(got)}"
+        return tr("perf.too_few_outputs", expected=len(expected), names=", ".join(wl.output_names), got=len(got))
     try:
         for name, g, e in zip(wl.output_names, got, expected):
             atol = wl.atol if name == wl.output_names[0] else None

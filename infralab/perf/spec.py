@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from infralab.errors import CourseError
+from infralab.i18n import tr
 from infralab.perf.decision import REFERENCE_FLAG
 from infralab.perf.profiles import CEILINGS
 
@@ -43,7 +44,7 @@ def evaluate(formula: str, names: dict[str, float]) -> float:
     try:
         tree = ast.parse(formula, mode="eval")
     except SyntaxError as e:
-        raise ValueError(f"not an arithmetic expression: {e.msg}") from None
+        raise ValueError(tr("perf.spec.not_arithmetic", problem=e.msg)) from None
 
     def ev(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
@@ -52,13 +53,13 @@ def evaluate(formula: str, names: dict[str, float]) -> float:
             return node.value
         if isinstance(node, ast.Name):
             if node.id not in names:
-                raise ValueError(f"unknown name {node.id!r} (known: {', '.join(sorted(names))})")
+                raise ValueError(tr("perf.spec.unknown_name", name=node.id, known=", ".join(sorted(names))))
             return names[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             return _OPS[type(node.op)](ev(node.left), ev(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
-        raise ValueError(f"only numbers, names and + - * / // ** are allowed, got {ast.dump(node)[:40]}")
+        raise ValueError(tr("perf.spec.only_arithmetic", node=ast.dump(node)[:40]))
 
     return float(ev(tree))
 
@@ -92,16 +93,15 @@ def work_amounts(challenge: dict[str, Any], shape: dict[str, int]) -> dict[str, 
 
 def _threshold(file: Path, key: str, raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict) or set(raw) != {"fraction", "of"}:
-        raise CourseError(file, key, "a mapping {fraction: number, of: <ceiling>|baseline}", raw)
+        raise CourseError(file, key, tr("perf.spec.threshold_mapping"), raw)
     if raw["of"] != "baseline" and raw["of"] not in CEILINGS:
-        raise CourseError(file, f"{key}.of", f"'baseline' or a profile ceiling ({', '.join(sorted(CEILINGS))})",
+        raise CourseError(file, f"{key}.of", tr("perf.spec.threshold_of", ceilings=", ".join(sorted(CEILINGS))),
                           raw["of"])
     frac = raw["fraction"]
     # a speed-up over the baseline may pass 2x (W4A16 at batch 1 reads a quarter of the bytes), but not the flag
     top = REFERENCE_FLAG if raw["of"] == "baseline" else 2.0
     if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= top or frac == REFERENCE_FLAG:
-        raise CourseError(file, f"{key}.fraction", "a number in (0, 10) for 'of: baseline' (10x is flagged), "
-                          "in (0, 2] for a ceiling", frac)
+        raise CourseError(file, f"{key}.fraction", tr("perf.spec.threshold_fraction"), frac)
     return {"fraction": float(frac), "of": raw["of"]}
 
 
@@ -112,55 +112,56 @@ def validate_challenge(file: Path | str, key: str, raw: dict[str, Any]) -> dict[
     file = Path(file)
     for k in raw:
         if k not in _KEYS:
-            raise CourseError(file, f"{key}.{k}", f"one of {sorted(_KEYS)}", k)
+            raise CourseError(file, f"{key}.{k}", tr("course.one_of", names=sorted(_KEYS)), k)
     for k in ("workload", "shapes", "dtype", "metric", "baseline", "pass", "challenge"):
         if k not in raw:
-            raise CourseError(file, f"{key}.{k}", "this key to be present")
+            raise CourseError(file, f"{key}.{k}", tr("course.key_present"))
     cid = raw.get("id", "default")
     if not isinstance(cid, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_\-]*", cid):
-        raise CourseError(file, f"{key}.id", "a lower-case name", cid)
+        raise CourseError(file, f"{key}.id", tr("perf.spec.lower_case_name"), cid)
     wl = WORKLOADS.get(raw["workload"])
     if wl is None:
-        raise CourseError(file, f"{key}.workload", f"one of {sorted(WORKLOADS)}", raw["workload"])
+        raise CourseError(file, f"{key}.workload", tr("course.one_of", names=sorted(WORKLOADS)), raw["workload"])
     if raw["dtype"] not in DTYPE_BYTES:
-        raise CourseError(file, f"{key}.dtype", f"one of {sorted(DTYPE_BYTES)}", raw["dtype"])
+        raise CourseError(file, f"{key}.dtype", tr("course.one_of", names=sorted(DTYPE_BYTES)), raw["dtype"])
     if raw["metric"] not in METRICS:
-        raise CourseError(file, f"{key}.metric", f"one of {sorted(METRICS)}", raw["metric"])
+        raise CourseError(file, f"{key}.metric", tr("course.one_of", names=sorted(METRICS)), raw["metric"])
     formula_key = METRICS[raw["metric"]][0]
     if not isinstance(raw.get(formula_key), str):
-        raise CourseError(file, f"{key}.{formula_key}", f"a formula string (metric {raw['metric']} needs it)",
+        raise CourseError(file, f"{key}.{formula_key}", tr("perf.spec.formula_needed", metric=raw["metric"]),
                           raw.get(formula_key))
     declared = [k for k, _ in METRICS.values() if raw.get(k) is not None]  # the metric's, and the other if given
     for k in declared:
         if not isinstance(raw[k], str):
-            raise CourseError(file, f"{key}.{k}", "a formula string", raw[k])
+            raise CourseError(file, f"{key}.{k}", tr("perf.spec.formula"), raw[k])
     if raw["baseline"] not in wl.baselines:
-        raise CourseError(file, f"{key}.baseline", f"one of workload {wl.name}'s baselines {sorted(wl.baselines)}",
-                          raw["baseline"])
+        raise CourseError(file, f"{key}.baseline",
+                          tr("perf.spec.baseline", workload=wl.name, baselines=sorted(wl.baselines)), raw["baseline"])
     options = raw.get("options", {}) or {}
     if not isinstance(options, dict) or any(k not in wl.options for k in options):
-        raise CourseError(file, f"{key}.options", f"a mapping with keys from {sorted(wl.options)}", options)
+        raise CourseError(file, f"{key}.options", tr("perf.spec.options", keys=sorted(wl.options)), options)
     shapes = raw["shapes"]
     if not isinstance(shapes, list) or not shapes:
-        raise CourseError(file, f"{key}.shapes", "a non-empty list of {dim: size} mappings", shapes)
+        raise CourseError(file, f"{key}.shapes", tr("perf.spec.shapes"), shapes)
     out = dict(raw, id=cid, options=dict(options), profiles=list(raw.get("profiles", []) or []))
     for i, shape in enumerate(shapes):
         if not isinstance(shape, dict) or set(shape) != set(wl.dims):
-            raise CourseError(file, f"{key}.shapes[{i}]", f"a mapping with exactly the dimensions {list(wl.dims)}",
+            raise CourseError(file, f"{key}.shapes[{i}]", tr("perf.spec.shape_dims", dims=list(wl.dims)),
                               shape)
         for d, v in shape.items():
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise CourseError(file, f"{key}.shapes[{i}].{d}", "a positive integer", v)
+                raise CourseError(file, f"{key}.shapes[{i}].{d}", tr("perf.spec.positive_integer"), v)
         for k in declared:
             try:
                 amount = evaluate(raw[k], formula_names(shape, raw["dtype"], out["options"]))
             except ValueError as e:
-                raise CourseError(file, f"{key}.{k}", "a valid formula", str(e)) from None
+                raise CourseError(file, f"{key}.{k}", tr("perf.spec.valid_formula"), str(e)) from None
             if amount <= 0:
-                raise CourseError(file, f"{key}.{k}", f"a positive amount at shape {shape}", amount)
+                raise CourseError(file, f"{key}.{k}", tr("perf.spec.positive_amount", shape=shape), amount)
     out["pass"] = _threshold(file, f"{key}.pass", raw["pass"])
     out["challenge"] = _threshold(file, f"{key}.challenge", raw["challenge"])
     if out["pass"]["of"] == out["challenge"]["of"] and out["pass"]["fraction"] > out["challenge"]["fraction"]:
-        raise CourseError(file, f"{key}.challenge.fraction", f"at least pass.fraction ({out['pass']['fraction']:g})",
+        raise CourseError(file, f"{key}.challenge.fraction",
+                          tr("perf.spec.challenge_at_least_pass", fraction=out["pass"]["fraction"]),
                           out["challenge"]["fraction"])
     return out

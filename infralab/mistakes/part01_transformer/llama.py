@@ -141,7 +141,8 @@ def greedy_tokens(w, c, ids, n, **knobs):
         last = knob_forward(w, c, out, [ids.shape[1]] + [1] * (out.shape[1] - ids.shape[1]), **knobs)[:, -1]
         top2 = last.topk(2, dim=-1).values
         if not knobs and (top2[:, 0] - top2[:, 1]).min() < MIN_TOP2_GAP:
-            raise ValueError("a near tie in the greedy reference: draw other inputs")
+            # the tests draw other inputs on it (pytest.raises, retries): never shown to a student
+            raise ValueError("a near tie in the greedy reference: draw other inputs")  # kit bug, not a user message
         out = torch.cat([out, last.argmax(-1, keepdim=True)], 1)
     return out
 

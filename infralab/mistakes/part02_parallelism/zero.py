@@ -3,6 +3,7 @@ import math
 
 import torch
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, assert_close
 
 UNPADDED = ("not padded to a multiple of world_size: the last rank's shard runs past the buffer",
@@ -115,10 +116,10 @@ def check_step_against_adamw(results, flat, grads, total, size, n, step, state=N
     expected = step_expectation(flat, grads, total, size, n, step, state)
     for rank, res in enumerate(results):
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
-            raise Mismatch(f"{where}rank {rank}: expected (flat_param, exp_avg, exp_avg_sq), got {type(res.value).__name__}")
+            raise Mismatch(tr("part02.zero.rank_result", where=where, rank=rank, type=type(res.value).__name__))
         new_flat, m, v = res.value
         if not isinstance(new_flat, torch.Tensor) or new_flat.numel() != size * n:
-            raise Mismatch(f"{where}rank {rank}: expected the whole padded buffer of {size * n} elements")
+            raise Mismatch(tr("part02.zero.whole_buffer", where=where, rank=rank, elements=size * n))
         assert_close(new_flat[:total], expected["params"], name=f"{where}rank {rank}: gathered parameters (valid region)",
                      mistakes=expected["mistakes"][rank])
         lo, hi = rank * size, min((rank + 1) * size, total)

@@ -2,6 +2,7 @@
 part05_quantization.quant_basics."""
 import torch
 
+from infralab.i18n import tr
 from infralab.testing import Mismatch, check_tensor
 
 FP8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
@@ -68,7 +69,8 @@ def check_scale_shape(scale, expected_shape, w, granularity):
     diagnosis = None
     if granularity == "channel" and tuple(scale.shape) in ((1, w.shape[1]), (w.shape[1], 1), (w.shape[1],)):
         diagnosis = SCALES_ON_INPUT_AXIS
-    raise Mismatch(f"scale ({granularity}): expected shape {tuple(expected_shape)}, got {tuple(scale.shape)}",
+    raise Mismatch(tr("part05.quant_basics.scale_shape", granularity=granularity, expected=tuple(expected_shape),
+                      got=tuple(scale.shape)),
                    diagnosis)
 
 
