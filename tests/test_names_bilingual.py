@@ -12,15 +12,20 @@ when it is two or more lowercase ASCII letters (hyphens and a trailing 's allowe
 or non-ASCII (identifiers, shapes, dtypes, acronyms, Chinese) is a code-like token and not a word.
 The text is prose when it has two or more words, or one English function word (of, for, with, the,
 ...: "inv_freq for {scaling}"). One word alone ("logits", "codes", "GAE advantages") is a term and
-may stay English. A name built at run time (a variable, a call) is not seen here. An AST scan of
-about 80 files: well under a second.
+may stay English.
+
+Where the scan looks: the ``name=`` of every call in the course's tests, not only of the four checks
+(a test's own helper, ``check(..., name="decode output")``, hands it on to them, and
+``assert_draws_follow`` shows it too), and the default of a helper's ``name`` parameter. A name
+formatted into a catalogue message (``tr(key, name=...)``, ``expect(..., name=...)``) is a field,
+not a check's name: a prose one is written ``localized((english, chinese))``. A name built at run
+time (a variable, a call) is not seen here. An AST scan of about 80 files: well under a second.
 """
 import ast
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKS = {"assert_close", "assert_equal", "check_tensor", "assert_all_written"}
 FUNCTION_WORDS = {"a", "an", "the", "of", "for", "with", "without", "at", "on", "by", "from", "to",
                   "after", "before", "per", "over", "and", "or", "vs", "its", "not", "no"}
 _WORD = re.compile(r"[a-z]{2,}(?:-[a-z]+)*(?:'s)?|a")
@@ -49,24 +54,30 @@ def english_only_names(path: Path, root: Path = ROOT) -> list[str]:
     """``path:line: text`` (path relative to ``root``) of each prose ``name=`` given as a plain string."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if not isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):
+            given = [k.value for k in node.keywords if k.arg == "name"]
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):  # def check(..., name="attention output")
+            args = node.args
+            given = [default for arg, default in [*zip(args.args[len(args.args) - len(args.defaults):], args.defaults),
+                                                  *zip(args.kwonlyargs, args.kw_defaults)]
+                     if arg.arg == "name" and default is not None]
+        else:
             continue
-        called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-        if called not in CHECKS:
-            continue
-        for keyword in node.keywords:
-            text = _literal_text(keyword.value) if keyword.arg == "name" else None
+        for value in given:
+            text = _literal_text(value)
             if text is not None and is_prose(text):
-                found.append(f"{path.relative_to(root)}:{keyword.value.lineno}: {ast.unparse(keyword.value)}")
+                found.append(f"{path.relative_to(root)}:{value.lineno}: {ast.unparse(value)}")
     return found
 
 
-def course_test_files(root: Path) -> list[Path]:
-    return sorted([*root.glob("graders/*/*.py"), *root.glob("exercises/*/tests/*.py")])
+def name_sources(root: Path) -> list[Path]:
+    """The course's tests and the mistakes modules their checks call (check_attention(..., name=))."""
+    return sorted([*root.glob("graders/*/*.py"), *root.glob("exercises/*/tests/*.py"),
+                   *root.glob("infralab/mistakes/**/*.py")])
 
 
 def test_every_prose_name_is_an_english_chinese_pair():
-    sources = course_test_files(ROOT)
+    sources = name_sources(ROOT)
     assert len(sources) > 50, "the scan found too few test files: the globs are wrong"
     found = [hit for path in sources for hit in english_only_names(path)]
     assert not found, (f"{len(found)} names are English prose (write name=(english, chinese); "
@@ -92,7 +103,13 @@ def test_the_scan_finds_each_kind_of_english_only_name(tmp_path):
         'assert_close(y, e, name=("row sums", "行和"))\n'
         'assert_close(y, e, name="y = x Wᵀ")\n'
         'assert_close(y, e, name=f"rank {rank}")\n'
-        'other(y, name="row sums")\n', encoding="utf-8")
+        'check(golden, y, name="decode output")\n'
+        'def check(golden, y, name="attention output"):\n'
+        '    raise Mismatch(tr("part02.cp.nan", name="output of fully masked rows", count=1))\n'
+        'check(golden, y, name=("decode output", "decode 输出"))\n'
+        'raise Mismatch(tr("part02.cp.nan", name=localized(("masked rows", "被掩码的行")), count=1))\n'
+        'def check_y(golden, y, name="y = x Wᵀ", *, what="not a name here"):\n'
+        '    pass\n', encoding="utf-8")
     hits = english_only_names(src, tmp_path)
-    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4], hits
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 8, 9, 10], hits
 

@@ -4,8 +4,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect
+from infralab.i18n import localized, tr
+from infralab.testing import Mismatch, Name, assert_close, assert_equal, check_tensor, expect
 
 MODULE = "part00_foundations.numerics"
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -35,8 +35,9 @@ def bf16_mistakes(bits: torch.Tensor) -> dict:
     }
 
 
-def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
+def assert_bf16_bits(got, bits: torch.Tensor, name: Name = "bf16 bits") -> None:
     """Non-NaN inputs: exactly torch's pattern. NaN inputs: a quiet NaN pattern, never inf."""
+    name = localized(name)
     expected = torch_bf16_bits(bits)
     nan = torch.isnan(bits.view(torch.float32))
     if not bool(nan.any()):
@@ -44,7 +45,7 @@ def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
         return
     check_tensor(got, shape=tuple(bits.shape), dtype=torch.int32, name=name)
     keep = ~nan
-    assert_equal(got[keep], expected[keep], name=f"{name} (non-NaN inputs)",
+    assert_equal(got[keep], expected[keep], name=(f"{name} (non-NaN inputs)", f"{name}（非 NaN 输入）"),
                  mistakes={k: v[keep] for k, v in bf16_mistakes(bits).items()})
     g = got[nan]
     quiet = ((g >> 7) & 0xFF == 0xFF) & (g & 0x40 != 0) & (g >= 0) & (g <= 0xFFFF)
@@ -71,19 +72,19 @@ def test_bf16_bits_equal_torch_cast_at_every_rounding_boundary(impl):
     upper = torch.arange(65536, dtype=torch.int64)
     lower = torch.tensor([0, 1, 0x4000, 0x7FFF, 0x8000, 0x8001, 0xC000, 0xFFFF], dtype=torch.int64)
     bits = as_int32((upper[:, None] << 16 | lower[None, :]).flatten())
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits over all classes")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits over all classes", "各类值的 bf16 位"))
 
 
 def test_bf16_bits_of_subnormals_round_like_normals(impl):
     bits = as_int32(torch.tensor([0x00000001, 0x00008000, 0x00018000, 0x00008001, 0x007FFFFF, 0x807FFFFF,
                                   0x80008000, 0x007F8000, 0x007F7FFF]))
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits of subnormals")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits of subnormals", "次正规数的 bf16 位"))
 
 
 def test_bf16_bits_of_every_nan_class_are_quiet_nans(impl):
     bits = as_int32(torch.tensor([0x7F800001, 0x7F807FFF, 0x7F808000, 0x7FBFFFFF, 0x7FC00000, 0x7FFFFFFF,
                                   0xFF800001, 0xFFFF8000, 0xFFFFFFFF, 0x7FFF8000]))
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits of NaNs")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits of NaNs", "NaN 的 bf16 位"))
 
 
 def test_bf16_bits_leave_the_input_untouched(impl):

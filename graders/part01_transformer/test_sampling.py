@@ -224,7 +224,7 @@ def test_sample_follows_the_tempered_distribution(impl, seed, gen, temperature):
     expected = torch.softmax(z.double() / temperature, -1)
     wrong = draw_mistakes(z, temperature)
     assert min(tv_distance(expected, w) for w in wrong.values()) > 2 * tv_bound(8, DRAWS)  # setup check: the test has teeth
-    assert_draws_follow(draws, expected, name=f"draws at T={temperature}", mistakes=wrong)
+    assert_draws_follow(draws, expected, name=(f"draws at T={temperature}", f"T={temperature} 时的采样"), mistakes=wrong)
 
 
 @pytest.mark.weight(3)
@@ -242,7 +242,8 @@ def test_sample_applies_temperature_then_top_k_top_p_min_p(impl, seed, gen):
              torch.softmax(ref_min_p(ref_top_p(ref_top_k(z, 8), p), m).double() / t, -1)[0],
              ("temperature ignored",
               "忽略了温度"): torch.softmax(ref_min_p(ref_top_p(ref_top_k(z, 8), p), m).double(), -1)[0]}
-    assert_draws_follow(draws, torch.softmax(chain.double(), -1)[0], name="draws after temperature and filters",
+    assert_draws_follow(draws, torch.softmax(chain.double(), -1)[0], name=("draws after temperature and filters",
+                                                                           "经过温度和过滤之后的采样"),
                         mistakes=wrong)
 
 
@@ -289,7 +290,8 @@ def test_sample_defaults_are_temperature_one_and_no_filter(impl, seed, gen):
               "默认温度不是 1.0（这里是 2.0）"): torch.softmax(z.double() / 2, -1),
              ("a default temperature other than 1.0 (here 0.5)",
               "默认温度不是 1.0（这里是 0.5）"): torch.softmax(z.double() * 2, -1)}
-    assert_draws_follow(draws, torch.softmax(z.double(), -1), name="draws with the default arguments", mistakes=wrong)
+    assert_draws_follow(draws, torch.softmax(z.double(), -1), name=("draws with the default arguments",
+                                                                    "默认参数下的采样"), mistakes=wrong)
 
 
 @pytest.mark.parametrize("name, value", [("top_k", 1), ("top_p", 0.001), ("min_p", 1.0)])

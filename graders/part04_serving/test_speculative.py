@@ -80,9 +80,10 @@ def test_every_position_follows_the_target_distribution(impl, gen, seed):
     check_shape_and_prefix(out, n, drafts)
     for i in range(K):
         reached = n >= i
-        assert_draws_follow(out[reached, i], p[i], name=f"tokens at draft position {i + 1} (when reached)",
+        assert_draws_follow(out[reached, i], p[i], name=(f"tokens at draft position {i + 1} (when reached)",
+                                                         f"草稿位置 {i + 1} 处的 token（到达时）"),
                             false_alarm=FALSE_ALARM, mistakes=position_mistakes(p[i], q[i]))
-    assert_draws_follow(out[n == K, K], p[K], name="bonus tokens", false_alarm=FALSE_ALARM)
+    assert_draws_follow(out[n == K, K], p[K], name=("bonus tokens", "额外（bonus）token"), false_alarm=FALSE_ALARM)
 
 
 @pytest.mark.weight(2)

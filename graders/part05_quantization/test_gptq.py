@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.gptq"
@@ -120,6 +120,7 @@ def codes_diagnosis(got, mistakes, budget=FLIP_BUDGET):
 
 def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET):
     """uint8 codes equal up to ``budget`` of flipped entries; names the known mistake otherwise."""
+    name = localized(name)
     check_tensor(got, shape=tuple(expected.shape), dtype=torch.uint8, name=name)
     differ = (got.int() - expected.int()).ne(0).float().mean().item()
     if differ <= budget:
@@ -130,6 +131,7 @@ def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET
 
 def assert_codes_replay(got, w, x, *, bits, gs, act_order, percdamp, sym, mistakes=None, name="codes"):
     """Every code is GPTQ's rounding of the value fed forward to it, replayed with the answer's own codes."""
+    name = localized(name)
     *_, dist, values = reference_gptq(w, x, bits, gs, act_order, percdamp, sym, follow_codes=got, distances=True)
     off = dist > 0.5 + REPLAY_SLACK
     if not off.any():
@@ -428,7 +430,7 @@ def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
     codes, scales, zeros, g_idx = got
     e_codes, e_scales, _, e_gidx = reference_gptq(w, x, 4, 1, sym=False)
     assert_equal(g_idx, e_gidx, name=("GPTQ g_idx with group_size=1", "group_size=1 时 GPTQ 的 g_idx"))
-    assert_codes_close(codes, e_codes, name="GPTQ codes with group_size=1")
+    assert_codes_close(codes, e_codes, name=("GPTQ codes with group_size=1", "group_size=1 时的 GPTQ 编码"))
     # One asymmetric column per group is lossless (each weight lands on code 0 or 15), so the
     # error feedback has nothing to pass on: the dequantised weight is the weight.
     assert_close(dequant(codes, scales, zeros, g_idx), w, name=("GPTQ dequantised weight with group_size=1 (lossless)",

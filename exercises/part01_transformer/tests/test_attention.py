@@ -19,7 +19,7 @@ def heads(gen, hq, hkv, sq, skv, d=8, dtype=torch.float32, scale=1.0):
     return q, k, randn(1, hkv, skv, d, generator=gen, dtype=dtype)
 
 
-def check(golden, got, q, k, v, causal=True, scale=None, name="attention output"):
+def check(golden, got, q, k, v, causal=True, scale=None, name=("attention output", "注意力输出")):
     assert_close(got, golden.ref.expected_attention(q, k, v, causal, None, None, scale), name=name,
                  mistakes=golden.ref.attention_mistakes(q, k, v, causal, None, None, scale))
 
@@ -68,7 +68,7 @@ def test_rows_without_a_visible_key_are_zero_not_nan(impl, golden):
     q, k, v = heads(golden.gen, 2, 2, 6, 4)
     got = impl(MODULE).attention(q, k, v, causal=True)
     assert_all_written(got, name=("output with empty rows", "含空行时的输出"), diagnosis=golden.ref.EMPTY_ROWS_NAN)
-    check(golden, got, q, k, v, name="output with empty rows")
+    check(golden, got, q, k, v, name=("output with empty rows", "含空行时的输出"))
 
 
 def test_fp16_attention_with_large_scores_is_computed_in_fp32(impl, golden):

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from infralab.distributed import assert_ring_traffic, run_ranks
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.context_parallel"
@@ -34,7 +34,8 @@ def test_block_attention_gives_zero_and_minus_inf_for_rows_that_see_no_key(impl,
     q, k, v = (randn(1, 1, 2, 4, generator=golden.gen) for _ in range(3))
     out, lse = impl(MODULE).block_attention(q, k, v, torch.tensor([0, 1]), torch.tensor([2, 3]), True)
     if bool(torch.isnan(out).any()):
-        raise Mismatch(tr("part02.cp.nan", name="output of fully masked rows", count=int(torch.isnan(out).sum())),
+        raise Mismatch(tr("part02.cp.nan", name=localized(("output of fully masked rows", "完全被掩码的行的输出")),
+                          count=int(torch.isnan(out).sum())),
                        golden.ref.NAN_ON_EMPTY_ROWS)
     assert_close(out, torch.zeros(1, 1, 2, 4), name=("output of fully masked rows", "完全被掩码的行的输出"))
     assert_close(lse, torch.full((1, 1, 2), float("-inf")), name=("lse of fully masked rows", "完全被掩码的行的 lse"))

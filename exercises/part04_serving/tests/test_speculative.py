@@ -76,8 +76,8 @@ def test_the_first_token_follows_the_target_distribution(impl, seed):
                                            p.expand(20000, 2, 4).contiguous(), seed + OWN_STREAM)
     both, residual = torch.minimum(p, q), torch.tensor([0.0, 0.75, 0.25, 0.0])  # alpha = 0.6
     inverted = q * torch.clamp(q / p, max=1)
-    assert_draws_follow(out[:, 0], p, name="first emitted token", false_alarm=1e-9,
+    assert_draws_follow(out[:, 0], p, name=("first emitted token", "第一个输出的 token"), false_alarm=1e-9,
                         mistakes={("accepted with min(1, q/p) instead of min(1, p/q)", "以 min(1, q/p) 而不是 min(1, p/q) 接受"):
                                   inverted + (1 - inverted.sum()) * residual,
                                   ("resampled from p on rejection instead of the residual", "拒绝后从 p 而不是残差分布重新采样"): both + 0.4 * p})
-    assert_draws_follow(out[n == 1, 1], p, name="bonus token", false_alarm=1e-9)
+    assert_draws_follow(out[n == 1, 1], p, name=("bonus token", "额外（bonus）token"), false_alarm=1e-9)
