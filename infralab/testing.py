@@ -8,7 +8,9 @@ Every numerical check in the course goes through :func:`assert_close`:
 - shape and dtype are checked first, with a message that says what was expected;
 - a mismatch names how many elements differ, the worst one and where, and, given the outputs
   of known mistakes (``mistakes={"interleaved pairs instead of rotate-half": wrong}``), which
-  known mistake the answer looks like.
+  known mistake the answer looks like;
+- ``name=`` says what the value is: code or math as a plain string (``"logits"``), prose as an
+  ``(english, chinese)`` pair (``("row sums", "行和")``), shown in the run's language.
 
 A check that is not a numerical comparison (a count, a property, a returned structure) goes through
 :func:`expect`, never a bare ``assert``: its message comes from the catalogue, in the run's language,
