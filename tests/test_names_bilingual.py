@@ -14,7 +14,8 @@ The text is prose when it has two or more words, or one English function word (o
 ...: "inv_freq for {scaling}"). One word alone ("logits", "codes", "GAE advantages") is a term and
 may stay English.
 
-Where the scan looks: the ``name=`` of every call in the course's tests, not only of the four checks
+Where the scan looks (the files of test_labels_bilingual: the course's tests and infralab/mistakes):
+the ``name=`` of every call, not only of the four checks
 (a test's own helper, ``check(..., name="decode output")``, hands it on to them, and
 ``assert_draws_follow`` shows it too), and the default of a helper's ``name`` parameter. A name
 formatted into a catalogue message (``tr(key, name=...)``, ``expect(..., name=...)``) is a field,
@@ -24,6 +25,8 @@ time (a variable, a call) is not seen here. An AST scan of about 80 files: well 
 import ast
 import re
 from pathlib import Path
+
+from tests.test_labels_bilingual import label_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTION_WORDS = {"a", "an", "the", "of", "for", "with", "without", "at", "on", "by", "from", "to",
@@ -54,7 +57,7 @@ def english_only_names(path: Path, root: Path = ROOT) -> list[str]:
     """``path:line: text`` (path relative to ``root``) of each prose ``name=`` given as a plain string."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):  # check(...), assert_close(...), tr(...): every name= keyword
             given = [k.value for k in node.keywords if k.arg == "name"]
         elif isinstance(node, (ast.FunctionDef, ast.Lambda)):  # def check(..., name="attention output")
             args = node.args
@@ -70,16 +73,9 @@ def english_only_names(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
-def name_sources(root: Path) -> list[Path]:
-    """The course's tests and the mistakes modules their checks call (check_attention(..., name=))."""
-    return sorted([*root.glob("graders/*/*.py"), *root.glob("exercises/*/tests/*.py"),
-                   *root.glob("infralab/mistakes/**/*.py")])
-
-
 def test_every_prose_name_is_an_english_chinese_pair():
-    sources = name_sources(ROOT)
-    assert len(sources) > 50, "the scan found too few test files: the globs are wrong"
-    found = [hit for path in sources for hit in english_only_names(path)]
+    # the course's tests and the mistakes modules their checks call (check_attention(..., name=))
+    found = [hit for path in label_sources(ROOT) for hit in english_only_names(path)]
     assert not found, (f"{len(found)} names are English prose (write name=(english, chinese); "
                        "see docs/authoring.md):\n" + "\n".join(found))
 
