@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from infralab.engine_checks import assert_same_tokens
 from infralab.stats import assert_draws_follow
 from infralab.testing import Mismatch, assert_all_written, assert_close, assert_equal, check_tensor, poisoned
 
@@ -32,7 +33,8 @@ NAME = ("row sums", "行和")
     lambda: check_tensor([1.0], name=NAME),
     lambda: assert_all_written(poisoned((2,), torch.float32), name=NAME),
     lambda: assert_draws_follow(torch.tensor([5]), torch.ones(2) / 2, name=NAME),
-], ids=["differ", "shape", "equal-tensor", "equal-list", "not-a-tensor", "unwritten", "draws"])
+    lambda: assert_same_tokens([[1, 2]], [([1, 3], [1.0, 1.0])], what=NAME),
+], ids=["differ", "shape", "equal-tensor", "equal-list", "not-a-tensor", "unwritten", "draws", "tokens"])
 def test_a_name_pair_is_shown_in_the_run_language(check, lang, shown, monkeypatch):
     monkeypatch.setenv("INFRALAB_LANG", lang)
     with pytest.raises(Mismatch) as failure:

@@ -20,7 +20,8 @@ the ``name=`` of every call, not only of the four checks
 ``assert_draws_follow`` shows it too), and the default of a helper's ``name`` parameter. A name
 formatted into a catalogue message (``tr(key, name=...)``, ``expect(..., name=...)``) is a field,
 not a check's name: a prose one is written ``localized((english, chinese))``. A name built at run
-time (a variable, a call) is not seen here. An AST scan of about 80 files: well under a second.
+time (a variable, a call) is not seen here. ``assert_same_tokens``' ``what=`` (infralab/engine_checks.py)
+is the same thing under another keyword and is scanned too. An AST scan of about 80 files: well under a second.
 """
 import ast
 import re
@@ -31,6 +32,8 @@ from tests.test_labels_bilingual import label_sources
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTION_WORDS = {"a", "an", "the", "of", "for", "with", "without", "at", "on", "by", "from", "to",
                   "after", "before", "per", "over", "and", "or", "vs", "its", "not", "no"}
+# a check's name under another keyword: infralab.engine_checks.assert_same_tokens(..., what=)
+OTHER_NAMES = {("what", "assert_same_tokens")}
 _WORD = re.compile(r"[a-z]{2,}(?:-[a-z]+)*(?:'s)?|a")
 
 
@@ -58,7 +61,8 @@ def english_only_names(path: Path, root: Path = ROOT) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Call):  # check(...), assert_close(...), tr(...): every name= keyword
-            given = [k.value for k in node.keywords if k.arg == "name"]
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            given = [k.value for k in node.keywords if k.arg == "name" or (k.arg, called) in OTHER_NAMES]
         elif isinstance(node, (ast.FunctionDef, ast.Lambda)):  # def check(..., name="attention output")
             args = node.args
             given = [default for arg, default in [*zip(args.args[len(args.args) - len(args.defaults):], args.defaults),
@@ -105,7 +109,9 @@ def test_the_scan_finds_each_kind_of_english_only_name(tmp_path):
         'check(golden, y, name=("decode output", "decode 输出"))\n'
         'raise Mismatch(tr("part02.cp.nan", name=localized(("masked rows", "被掩码的行")), count=1))\n'
         'def check_y(golden, y, name="y = x Wᵀ", *, what="not a name here"):\n'
-        '    pass\n', encoding="utf-8")
+        '    pass\n'
+        'assert_same_tokens(got, refs, what="greedy with preemption")\n'
+        'assert_same_tokens(got, refs, what=("greedy with preemption", "有抢占时的贪心解码"))\n', encoding="utf-8")
     hits = english_only_names(src, tmp_path)
-    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 8, 9, 10], hits
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [1, 2, 3, 4, 8, 9, 10, 15], hits
 
