@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from infralab.i18n import tr
-from infralab.testing import Label, Mismatch
+from infralab.i18n import localized, tr
+from infralab.testing import Label, Mismatch, Name
 
 TIE = 1e-4  # logits closer than this are a tie: fp32 attention inside the engine may flip them
 Refs = list  # [(tokens, gaps), ...] per request: the reference's greedy ids and top-2 logit gaps
@@ -33,11 +33,13 @@ def first_difference(got: list[int], want: list[int], gaps: list[float]) -> int 
     return None if len(got) == len(want) else len(want)
 
 
-def assert_same_tokens(got: Any, refs: list[tuple[list[int], list[float]]], *, what: str,
+def assert_same_tokens(got: Any, refs: list[tuple[list[int], list[float]]], *, what: Name,
                        diagnosis: Label | Callable[[list], Label | None] | None = None) -> None:
     """``got[r]`` equals the reference tokens of request ``r`` (tie-aware); Mismatch names the first
     request and token that differ, and ``diagnosis`` (a label, or a function of ``got`` making one,
-    called only on a failure) as the likely mistake."""
+    called only on a failure) as the likely mistake. ``what`` names the run, prose as an
+    (english, chinese) pair (infralab.testing.Name)."""
+    what = localized(what)
     if not isinstance(got, (list, tuple)) or len(got) != len(refs):
         raise Mismatch(tr("engine.outputs_count", what=what, want=len(refs),
                           got=len(got) if isinstance(got, (list, tuple)) else type(got).__name__))

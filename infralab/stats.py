@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 import torch
 
-from infralab.i18n import tr
-from infralab.testing import Label, Mismatch
+from infralab.i18n import localized, tr
+from infralab.testing import Label, Mismatch, Name
 
 
 def tv_bound(num_outcomes: int, num_draws: int, false_alarm: float = 1e-9) -> float:
@@ -38,7 +38,7 @@ def empirical(draws: torch.Tensor, num_outcomes: int) -> torch.Tensor:
     return torch.bincount(draws.flatten().long().cpu(), minlength=num_outcomes).double() / draws.numel()
 
 
-def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str = "draws",
+def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: Name = "draws",
                         false_alarm: float = 1e-9,
                         mistakes: Mapping[Label, torch.Tensor] | None = None) -> None:
     """``draws`` (any shape, integer outcomes) are independent samples of ``probs`` ``(V,)``.
@@ -48,6 +48,7 @@ def assert_draws_follow(draws: torch.Tensor, probs: torch.Tensor, *, name: str =
     ``mistakes`` maps a known mistake's label (English or (english, chinese)) to the distribution it would sample from,
     and the failure names the one the draws fit.
     """
+    name = localized(name)  # code as a plain string, prose as (english, chinese): infralab.testing.Name
     v = probs.numel()
     flat = draws.flatten().long().cpu()
     if flat.numel() == 0:

@@ -8,7 +8,9 @@ Every numerical check in the course goes through :func:`assert_close`:
 - shape and dtype are checked first, with a message that says what was expected;
 - a mismatch names how many elements differ, the worst one and where, and, given the outputs
   of known mistakes (``mistakes={"interleaved pairs instead of rotate-half": wrong}``), which
-  known mistake the answer looks like.
+  known mistake the answer looks like;
+- ``name=`` says what the value is: code or math as a plain string (``"logits"``), prose as an
+  ``(english, chinese)`` pair (``("row sums", "行和")``), shown in the run's language.
 
 A check that is not a numerical comparison (a count, a property, a returned structure) goes through
 :func:`expect`, never a bare ``assert``: its message comes from the catalogue, in the run's language,
@@ -39,6 +41,9 @@ _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 MistakeOutput = Union[torch.Tensor, Callable[[], torch.Tensor]]
 Label = Union[str, tuple[str, str]]  # a known mistake's description: English, or (english, chinese)
+# What a check calls the value it compares (``name=``): code or math ("logits", "y = x Wᵀ") as a
+# plain string, prose as an (english, chinese) pair; messages show it in the run's language.
+Name = Label
 
 
 class Mismatch(AssertionError):
@@ -89,8 +94,9 @@ def _describe(t: torch.Tensor) -> str:
 
 
 def check_tensor(actual: Any, *, shape: tuple[int, ...] | None = None, dtype: torch.dtype | None = None,
-                 name: str = "output") -> torch.Tensor:
+                 name: Name = "output") -> torch.Tensor:
     """The answer is a tensor of the expected shape and dtype; raises Mismatch otherwise."""
+    name = localized(name)
     if not isinstance(actual, torch.Tensor):
         raise Mismatch(tr("loop.not_a_tensor", name=name, got=type(actual).__name__))
     if type(actual) is not torch.Tensor and not isinstance(actual, torch.nn.Parameter):
@@ -127,15 +133,17 @@ def diagnose(actual: torch.Tensor, mistakes: Mapping[Label, MistakeOutput] | Non
     return None
 
 
-def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
+def assert_close(actual: Any, expected: torch.Tensor, *, name: Name = "output",
                  rtol: float | None = None, atol: float | None = None, reduction: int | None = None,
                  mistakes: Mapping[Label, MistakeOutput] | None = None, check_dtype: bool = True) -> None:
     """``actual`` equals ``expected`` within the dtype's tolerance, or raise :class:`Mismatch`.
 
-    ``rtol``/``atol`` override the table for one check (say why in the test); ``reduction`` widens
+    ``name`` is what the message calls the value: a plain string for code or math, an
+    ``(english, chinese)`` pair for prose (see :data:`Name`). ``rtol``/``atol`` override the table for one check (say why in the test); ``reduction`` widens
     it for long sums (see :func:`tolerance`); ``mistakes`` maps a known mistake's description to
     its output (or a function making it), used only to explain a failure.
     """
+    name = localized(name)
     check_tensor(actual, shape=tuple(expected.shape), dtype=expected.dtype if check_dtype else None, name=name)
     table_rtol, table_atol = tolerance(expected.dtype, reduction)
     rtol = table_rtol if rtol is None else rtol
@@ -161,9 +169,10 @@ def assert_close(actual: Any, expected: torch.Tensor, *, name: str = "output",
     raise Mismatch(message, diagnose(actual, mistakes, rtol, atol))
 
 
-def assert_equal(actual: Any, expected: Any, *, name: str = "output",
+def assert_equal(actual: Any, expected: Any, *, name: Name = "output",
                  mistakes: Mapping[Label, Any] | None = None) -> None:
     """Exact equality for integers, tensors of integers, lists and tuples; NaN never equals."""
+    name = localized(name)
     if isinstance(expected, torch.Tensor) and expected.is_floating_point():
         assert_close(actual, expected, name=name, rtol=0.0, atol=0.0, mistakes=mistakes)
         return
@@ -199,10 +208,11 @@ def poisoned(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.dev
     return torch.full(shape, -7777, dtype=dtype, device=device)
 
 
-def assert_all_written(actual: Any, *, name: str = "output", diagnosis: Label | None = None) -> None:
+def assert_all_written(actual: Any, *, name: Name = "output", diagnosis: Label | None = None) -> None:
     """No element of ``actual`` is NaN: the poison of :func:`poisoned` buffers (and of fresh
     allocations inside a Triton exercise, see infralab.triton_watch) was overwritten everywhere.
     Raise :class:`Mismatch` naming how many and where, with ``diagnosis`` as the likely mistake."""
+    name = localized(name)
     actual = check_tensor(actual, name=name)
     if not actual.is_floating_point():
         return

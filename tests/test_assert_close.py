@@ -4,7 +4,9 @@ import math
 import pytest
 import torch
 
-from infralab.testing import Mismatch, assert_close
+from infralab.engine_checks import assert_same_tokens
+from infralab.stats import assert_draws_follow
+from infralab.testing import Mismatch, assert_all_written, assert_close, assert_equal, check_tensor, poisoned
 
 INF = math.inf
 
@@ -17,3 +19,31 @@ def test_only_the_same_infinity_matches_an_expected_infinity(got):
 
 def test_equal_infinities_and_close_finite_values_pass():
     assert_close(torch.tensor([-INF, INF, 1.0 + 1e-7]), torch.tensor([-INF, INF, 1.0]))
+
+
+NAME = ("row sums", "行和")
+
+
+@pytest.mark.parametrize("lang, shown", [("en", "row sums"), ("zh", "行和")])
+@pytest.mark.parametrize("check", [
+    lambda: assert_close(torch.ones(3), torch.zeros(3), name=NAME),
+    lambda: assert_close(torch.ones(2), torch.zeros(3), name=NAME),
+    lambda: assert_equal(torch.ones(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int64), name=NAME),
+    lambda: assert_equal([1], [2], name=NAME),
+    lambda: check_tensor([1.0], name=NAME),
+    lambda: assert_all_written(poisoned((2,), torch.float32), name=NAME),
+    lambda: assert_draws_follow(torch.tensor([5]), torch.ones(2) / 2, name=NAME),
+    lambda: assert_same_tokens([[1, 2]], [([1, 3], [1.0, 1.0])], what=NAME),
+], ids=["differ", "shape", "equal-tensor", "equal-list", "not-a-tensor", "unwritten", "draws", "tokens"])
+def test_a_name_pair_is_shown_in_the_run_language(check, lang, shown, monkeypatch):
+    monkeypatch.setenv("INFRALAB_LANG", lang)
+    with pytest.raises(Mismatch) as failure:
+        check()
+    text = str(failure.value)
+    assert shown in text and "('row sums'" not in text, text
+
+
+def test_a_plain_name_is_shown_as_written(monkeypatch):
+    monkeypatch.setenv("INFRALAB_LANG", "zh")
+    with pytest.raises(Mismatch, match="y = x Wᵀ"):
+        assert_close(torch.ones(3), torch.zeros(3), name="y = x Wᵀ")

@@ -71,7 +71,7 @@ def param_mistakes(c: dict, right: int) -> dict:
 @given(config=config_strategy())
 def test_param_count_equals_the_sum_of_weight_shapes(impl, config):
     right = numel(weight_shapes(config))
-    assert_equal(impl(MODULE).param_count(config), right, name=f"parameters of {config}",
+    assert_equal(impl(MODULE).param_count(config), right, name=(f"parameters of {config}", f"{config} 的参数量"),
                  mistakes=param_mistakes(config, right))
 
 
@@ -117,13 +117,14 @@ def test_model_state_bytes_for_every_zero_stage_and_layout(impl, psi, dp, stage,
         mistakes[("tensor/pipeline parallelism ignored (whole model on every GPU)",
                   "忽略了张量/流水线并行（每块 GPU 放整个模型）")] = f64(states(psi, dp, stage))
     assert_close(as_row(got), f64(states(P, dp, stage)),
-                 name=f"(params, grads, optimizer, total) bytes, Psi={psi} dp={dp} ZeRO-{stage} tp={tp} pp={pp}",
+                 name=(f"(params, grads, optimizer, total) bytes, Psi={psi} dp={dp} ZeRO-{stage} tp={tp} pp={pp}",
+                       f"(params, grads, optimizer, total) 字节数，Psi={psi} dp={dp} ZeRO-{stage} tp={tp} pp={pp}"),
                  mistakes=mistakes)
 
 
 def test_model_state_bytes_with_another_optimizer(impl):
     got = impl(MODULE).model_state_bytes(10**9, dp=4, zero_stage=1, optimizer_bytes=4)   # e.g. 8-bit Adam + master
-    assert_close(as_row(got), f64(states(1e9, 4, 1, K=4)), name="model states with K = 4")
+    assert_close(as_row(got), f64(states(1e9, 4, 1, K=4)), name=("model states with K = 4", "K = 4 时的模型状态"))
 
 
 @pytest.mark.parametrize("kwargs", [dict(zero_stage=4), dict(zero_stage=-1), dict(dp=0), dict(tp=0)],
@@ -170,7 +171,8 @@ def test_activation_bytes_follow_korthikanti_table_2(impl, config, s, b, t, pp, 
     got = impl(MODULE).activation_bytes(config, seq_len=s, micro_batch=b, tp=t, pp=pp,
                                         sequence_parallel=sp, recompute=recompute)
     assert_close(f64(float(got)), f64(korthikanti(s, b, h, a, L, t, sp, recompute)),
-                 name=f"activation bytes (s={s} b={b} tp={t} pp={pp} sp={sp} recompute={recompute})",
+                 name=(f"activation bytes (s={s} b={b} tp={t} pp={pp} sp={sp} recompute={recompute})",
+                       f"激活字节数（s={s} b={b} tp={t} pp={pp} sp={sp} recompute={recompute}）"),
                  mistakes=activation_mistakes(s, b, h, a, L, t, pp, sp, recompute))
 
 
@@ -213,7 +215,8 @@ def test_kv_cache_bytes_of_mha_and_gqa(impl, config, tokens, tp, dtype):
         tp = 1
     assert_equal(impl(MODULE).kv_cache_bytes(config, tokens, dtype=dtype, tp=tp),
                  kv_reference(config, tokens, dtype.itemsize, tp),
-                 name=f"KV cache bytes ({a_kv} KV heads, tp={tp}, {dtype}, {tokens} tokens)",
+                 name=(f"KV cache bytes ({a_kv} KV heads, tp={tp}, {dtype}, {tokens} tokens)",
+                       f"KV cache 字节数（{a_kv} 个 KV 头，tp={tp}，{dtype}，{tokens} 个 token）"),
                  mistakes=kv_mistakes(config, tokens, dtype.itemsize, tp))
 
 
@@ -223,14 +226,16 @@ def test_kv_cache_bytes_of_mla_are_replicated_across_tp(impl, tp):
               "num_attention_heads": 128, "num_key_value_heads": 128, "tie_word_embeddings": False,
               "kv_lora_rank": 512, "qk_rope_head_dim": 64}                              # DeepSeek-V2
     assert_equal(impl(MODULE).kv_cache_bytes(config, 1000, dtype=torch.bfloat16, tp=tp), 60 * 576 * 1000 * 2,
-                 name=f"MLA cache of 1000 bf16 tokens, tp={tp}", mistakes=kv_mistakes(config, 1000, 2, tp))
+                 name=(f"MLA cache of 1000 bf16 tokens, tp={tp}",
+                       f"1000 个 bf16 token 的 MLA cache，tp={tp}"), mistakes=kv_mistakes(config, 1000, 2, tp))
 
 
 def test_kv_heads_fewer_than_tp_ranks_are_replicated(impl):
     config = {"vocab_size": 10, "hidden_size": 512, "intermediate_size": 64, "num_hidden_layers": 2,
               "num_attention_heads": 8, "num_key_value_heads": 2, "tie_word_embeddings": False}
     assert_equal(impl(MODULE).kv_cache_bytes(config, 10, dtype=torch.float16, tp=8), 2 * 2 * 1 * 64 * 10 * 2,
-                 name="KV cache per GPU, 2 KV heads over 8 ranks (one replicated head each)",
+                 name=("KV cache per GPU, 2 KV heads over 8 ranks (one replicated head each)",
+                       "每张 GPU 的 KV cache，2 个 KV 头分到 8 个 rank（每个 rank 复制一个头）"),
                  mistakes=kv_mistakes(config, 10, 2, 8))
     with pytest.raises(ValueError):
         impl(MODULE).kv_cache_bytes({**config, "num_key_value_heads": 3}, 10, tp=2)

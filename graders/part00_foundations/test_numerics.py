@@ -4,8 +4,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect
+from infralab.i18n import localized, tr
+from infralab.testing import Mismatch, Name, assert_close, assert_equal, check_tensor, expect
 
 MODULE = "part00_foundations.numerics"
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -35,8 +35,9 @@ def bf16_mistakes(bits: torch.Tensor) -> dict:
     }
 
 
-def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
+def assert_bf16_bits(got, bits: torch.Tensor, name: Name = "bf16 bits") -> None:
     """Non-NaN inputs: exactly torch's pattern. NaN inputs: a quiet NaN pattern, never inf."""
+    name = localized(name)
     expected = torch_bf16_bits(bits)
     nan = torch.isnan(bits.view(torch.float32))
     if not bool(nan.any()):
@@ -44,7 +45,7 @@ def assert_bf16_bits(got, bits: torch.Tensor, name: str = "bf16 bits") -> None:
         return
     check_tensor(got, shape=tuple(bits.shape), dtype=torch.int32, name=name)
     keep = ~nan
-    assert_equal(got[keep], expected[keep], name=f"{name} (non-NaN inputs)",
+    assert_equal(got[keep], expected[keep], name=(f"{name} (non-NaN inputs)", f"{name}（非 NaN 输入）"),
                  mistakes={k: v[keep] for k, v in bf16_mistakes(bits).items()})
     g = got[nan]
     quiet = ((g >> 7) & 0xFF == 0xFF) & (g & 0x40 != 0) & (g >= 0) & (g <= 0xFFFF)
@@ -71,19 +72,19 @@ def test_bf16_bits_equal_torch_cast_at_every_rounding_boundary(impl):
     upper = torch.arange(65536, dtype=torch.int64)
     lower = torch.tensor([0, 1, 0x4000, 0x7FFF, 0x8000, 0x8001, 0xC000, 0xFFFF], dtype=torch.int64)
     bits = as_int32((upper[:, None] << 16 | lower[None, :]).flatten())
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits over all classes")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits over all classes", "各类值的 bf16 位"))
 
 
 def test_bf16_bits_of_subnormals_round_like_normals(impl):
     bits = as_int32(torch.tensor([0x00000001, 0x00008000, 0x00018000, 0x00008001, 0x007FFFFF, 0x807FFFFF,
                                   0x80008000, 0x007F8000, 0x007F7FFF]))
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits of subnormals")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits of subnormals", "次正规数的 bf16 位"))
 
 
 def test_bf16_bits_of_every_nan_class_are_quiet_nans(impl):
     bits = as_int32(torch.tensor([0x7F800001, 0x7F807FFF, 0x7F808000, 0x7FBFFFFF, 0x7FC00000, 0x7FFFFFFF,
                                   0xFF800001, 0xFFFF8000, 0xFFFFFFFF, 0x7FFF8000]))
-    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name="bf16 bits of NaNs")
+    assert_bf16_bits(impl(MODULE).bf16_bits(bits), bits, name=("bf16 bits of NaNs", "NaN 的 bf16 位"))
 
 
 def test_bf16_bits_leave_the_input_untouched(impl):
@@ -138,7 +139,7 @@ def range_mistakes(e_bits: int, m_bits: int, finite_only: bool, right: dict) -> 
 def test_format_range_of_torch_formats(impl, layout, dtype, min_subnormal):
     info = torch.finfo(dtype)
     expected = {"max": info.max, "min_normal": info.tiny, "min_subnormal": min_subnormal, "eps": info.eps}
-    assert_equal(impl(MODULE).format_range(*layout), expected, name=f"range of {dtype}",
+    assert_equal(impl(MODULE).format_range(*layout), expected, name=(f"range of {dtype}", f"{dtype} 的取值范围"),
                  mistakes=range_mistakes(*layout, expected))
 
 
@@ -147,7 +148,8 @@ def test_format_range_of_torch_formats(impl, layout, dtype, min_subnormal):
 def test_format_range_equals_decoding_every_pattern(impl, e_bits, m_bits, finite_only):
     expected = decode_every_pattern(e_bits, m_bits, finite_only)
     assert_equal(impl(MODULE).format_range(e_bits, m_bits, finite_only), expected,
-                 name=f"range of e{e_bits}m{m_bits}{'fn' if finite_only else ''}",
+                 name=(f"range of e{e_bits}m{m_bits}{'fn' if finite_only else ''}",
+                       f"e{e_bits}m{m_bits}{'fn' if finite_only else ''} 的取值范围"),
                  mistakes=range_mistakes(e_bits, m_bits, finite_only, expected))
 
 
@@ -211,7 +213,8 @@ def every_fp8_boundary(fmt: str) -> torch.Tensor:
 def test_fp8_round_equals_torch_cast_at_every_boundary(impl, fmt):
     x = every_fp8_boundary(fmt)
     assert_close(impl(MODULE).fp8_round(x, fmt), torch_fp8(x, fmt), rtol=0, atol=0,  # exact: both lie on the grid
-                 name=f"{fmt} rounding of every value, tie and neighbour", mistakes=fp8_mistakes(x, fmt))
+                 name=(f"{fmt} rounding of every value, tie and neighbour",
+                       f"{fmt} 对每个值、中点及其相邻值的舍入"), mistakes=fp8_mistakes(x, fmt))
 
 
 @pytest.mark.weight(2)
@@ -248,7 +251,7 @@ def test_fp8_scaled_round_with_current_scaling(impl, fmt, log_scale, seed):
     expect(isinstance(scale, float) and scale == pytest.approx(expected_scale, rel=1e-6), "part00.fp8_scale",
            fmt=fmt, expected=expected_scale, got=repr(scale))
     expected = torch_fp8(x / expected_scale, fmt) * expected_scale
-    assert_close(deq, expected, name=f"{fmt} scaled round trip",
+    assert_close(deq, expected, name=(f"{fmt} scaled round trip", f"{fmt} 带缩放的往返转换"),
                  mistakes={("scale inverted (x * scale instead of x / scale)",
                             "scale 用反了（x * scale 而不是 x / scale）"): torch_fp8(x * expected_scale, fmt)
                            / expected_scale,
@@ -261,7 +264,8 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
     scale = float(x.abs().max()) / torch.finfo(FP8[fmt]).max / 4   # last step's amax was 4x smaller
     deq, used = impl(MODULE).fp8_scaled_round(x, fmt, scale=scale)
     expect(used == scale, "part00.fp8_given_scale", scale=repr(scale), got=repr(used))
-    assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=f"{fmt} round trip with a stale scale",
+    assert_close(deq, torch_fp8(x / scale, fmt) * scale, name=(f"{fmt} round trip with a stale scale",
+                                                               f"{fmt} 使用过期缩放因子的往返转换"),
                  mistakes={("overflow not saturated (NaN for e4m3, inf for e5m2)",
                             "溢出没有饱和（e4m3 得到 NaN，e5m2 得到 inf）"):
                            torch_fp8_unsaturated(x / scale, fmt) * scale})
@@ -270,7 +274,7 @@ def test_fp8_scaled_round_with_a_stale_scale_saturates(impl, gen, fmt):
 def test_fp8_scaled_round_of_zeros_uses_scale_one(impl):
     deq, scale = impl(MODULE).fp8_scaled_round(torch.zeros(5), "e4m3")
     expect(scale == 1.0, "part00.fp8_zero_scale", got=repr(scale))
-    assert_close(deq, torch.zeros(5), name="round trip of zeros")
+    assert_close(deq, torch.zeros(5), name=("round trip of zeros", "全零的往返转换"))
 
 
 @pytest.mark.parametrize("kwargs", [dict(fmt="int8"), dict(scale=0.0), dict(scale=-1.0)],

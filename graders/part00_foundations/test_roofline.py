@@ -72,9 +72,10 @@ def cost_mistakes(op: str, shape: dict, s: int, causal: bool, flops: int, nbytes
 def test_op_cost_and_bound_match_the_hand_derived_h200_table(impl, op, shape, causal, flops, nbytes, expected_bound):
     m = impl(MODULE)
     got = m.op_cost(op, shape, torch.bfloat16, causal=causal)
-    assert_equal(got, (flops, nbytes), name=f"(flops, bytes) of {op} {shape}",
+    assert_equal(got, (flops, nbytes), name=(f"(flops, bytes) of {op} {shape}", f"{op} {shape} 的 (flops, bytes)"),
                  mistakes=cost_mistakes(op, shape, 2, causal, flops, nbytes))
-    assert_equal(m.bound(flops, nbytes, PEAK, BW), expected_bound, name=f"bound of {op} {shape} on the H200",
+    assert_equal(m.bound(flops, nbytes, PEAK, BW), expected_bound, name=(f"bound of {op} {shape} on the H200",
+                                                                         f"{op} {shape} 在 H200 上的瓶颈类型"),
                  mistakes={("compute and memory swapped",
                             "计算与访存对调了"): "memory" if expected_bound == "compute" else "compute"})
 
@@ -115,7 +116,8 @@ def test_op_cost_of_random_shapes_and_dtypes(impl, data, op, dtype):
     causal = op == "attention" and data.draw(st.booleans())
     expected = reference_cost(op, shape, dtype.itemsize, causal)
     assert_equal(impl(MODULE).op_cost(op, shape, dtype, causal=causal), expected,
-                 name=f"(flops, bytes) of {op} {shape} {dtype}{' causal' if causal else ''}",
+                 name=(f"(flops, bytes) of {op} {shape} {dtype}{' causal' if causal else ''}",
+                       f"{op} {shape} {dtype}{' causal' if causal else ''} 的 (flops, bytes)"),
                  mistakes=cost_mistakes(op, shape, dtype.itemsize, causal, *expected))
 
 
@@ -141,18 +143,20 @@ def test_attainable_flops_follow_the_h200_roofline(impl, intensity):
     got = impl(MODULE).attainable_flops(intensity, PEAK, BW)
     expected = min(PEAK, intensity * BW)
     assert_close(torch.tensor(float(got), dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
-                 name=f"attainable FLOP/s at intensity {intensity:g}",
+                 name=(f"attainable FLOP/s at intensity {intensity:g}", f"算术强度 {intensity:g} 下可达的 FLOP/s"),
                  mistakes={k: torch.tensor(float(v), dtype=torch.float64) for k, v in roofline_mistakes(intensity).items()})
 
 
 def test_intensity_and_ridge_point_on_the_h200(impl):
     m = impl(MODULE)
     assert_close(torch.tensor(float(m.ridge_point(PEAK, BW)), dtype=torch.float64),
-                 torch.tensor(737.7e12 / 4228e9, dtype=torch.float64), name="H200 ridge point (FLOP/byte)",
+                 torch.tensor(737.7e12 / 4228e9, dtype=torch.float64), name=("H200 ridge point (FLOP/byte)",
+                                                                             "H200 的屋脊点（FLOP/byte）"),
                  mistakes={("ridge inverted (bandwidth / peak)",
                             "拐点算反了（带宽 / 峰值）"): torch.tensor(4228e9 / 737.7e12, dtype=torch.float64)})
     assert_close(torch.tensor(float(m.arithmetic_intensity(137438953472, 100663296)), dtype=torch.float64),
-                 torch.tensor(4096 / 3, dtype=torch.float64), name="intensity of a 4096^3 bf16 matmul",
+                 torch.tensor(4096 / 3, dtype=torch.float64), name=("intensity of a 4096^3 bf16 matmul",
+                                                                    "4096^3 bf16 matmul 的算术强度"),
                  mistakes={("bytes / flops instead of flops / bytes",
                             "用了 字节 / FLOPs 而不是 FLOPs / 字节"): torch.tensor(3 / 4096, dtype=torch.float64)})
     with pytest.raises(ValueError):
@@ -162,9 +166,9 @@ def test_intensity_and_ridge_point_on_the_h200(impl):
 def test_bound_at_the_ridge_point_is_compute(impl):
     # intensity exactly 100 = 1000 / 10: "at or above the ridge" is compute-bound
     m = impl(MODULE)
-    assert_equal(m.bound(100.0, 1.0, 1000.0, 10.0), "compute", name="bound exactly at the ridge")
-    assert_equal(m.bound(99.0, 1.0, 1000.0, 10.0), "memory", name="bound just below the ridge")
-    assert_equal(m.bound(101.0, 1.0, 1000.0, 10.0), "compute", name="bound just above the ridge")
+    assert_equal(m.bound(100.0, 1.0, 1000.0, 10.0), "compute", name=("bound exactly at the ridge", "恰在屋脊点处的瓶颈类型"))
+    assert_equal(m.bound(99.0, 1.0, 1000.0, 10.0), "memory", name=("bound just below the ridge", "略低于屋脊点的瓶颈类型"))
+    assert_equal(m.bound(101.0, 1.0, 1000.0, 10.0), "compute", name=("bound just above the ridge", "略高于屋脊点的瓶颈类型"))
 
 
 @pytest.mark.weight(2)
@@ -173,7 +177,7 @@ def test_roofline_time_on_the_h200(impl, op, shape, causal, flops, nbytes, expec
     got = impl(MODULE).roofline_time(flops, nbytes, PEAK, BW)
     expected = max(flops / PEAK, nbytes / BW)
     assert_close(torch.tensor(float(got), dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
-                 name=f"shortest time of {op} {shape} on the H200 (s)",
+                 name=(f"shortest time of {op} {shape} on the H200 (s)", f"{op} {shape} 在 H200 上的最短时间（秒）"),
                  mistakes={("sum of compute and memory time (no overlap)", "计算时间与访存时间相加了（没有重叠）"):
                            torch.tensor(flops / PEAK + nbytes / BW, dtype=torch.float64),
                            ("min instead of max",

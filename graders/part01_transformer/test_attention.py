@@ -90,13 +90,13 @@ def test_grouped_query_heads_share_consecutive_kv_heads(impl, gen, hq, hkv):
 @pytest.mark.weight(2)
 def test_decode_step_attends_to_the_whole_cache(impl, gen):
     q, k, v = qkv(gen, 2, 4, 2, 1, 12, 32)
-    check_attention(impl(MODULE), q, k, v, causal=True, name="decode output")
+    check_attention(impl(MODULE), q, k, v, causal=True, name=("decode output", "decode 的输出"))
 
 
 @pytest.mark.weight(2)
 def test_chunked_prefill_is_causal_from_the_bottom_right(impl, gen):
     q, k, v = qkv(gen, 1, 4, 4, 4, 11, 16)
-    check_attention(impl(MODULE), q, k, v, causal=True, name="chunk output")
+    check_attention(impl(MODULE), q, k, v, causal=True, name=("chunk output", "分块的输出"))
 
 
 def test_sliding_window_attention(impl, gen):
@@ -130,7 +130,7 @@ def test_rows_without_a_visible_key_are_zero(impl, gen):
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and bool(got.isnan().any()):
         raise Mismatch(tr("part01.empty_rows_nan", count=int(got.isnan().sum())),
                        EMPTY_ROWS_NAN)
-    assert_close(got, expected, name="output with empty rows")
+    assert_close(got, expected, name=("output with empty rows", "含空行时的输出"))
 
 
 def test_value_head_dim_may_differ(impl, gen):

@@ -33,7 +33,8 @@ def assert_greedy_equals_hf(got, hf, ids, n, name):
     """``got`` equals HF's greedy ``generate`` up to its first near tie (infralab.tiny_llama.hf_greedy)."""
     expected, compared = hf_greedy(hf, ids, n)
     assert_equal(tuple(got.shape), tuple(expected.shape), name=f"{name}: shape (B, S + N)")
-    assert_equal(got[:, :compared], expected[:, :compared], name=f"{name}: greedy tokens vs HF generate")
+    assert_equal(got[:, :compared], expected[:, :compared], name=(f"{name}: greedy tokens vs HF generate",
+                                                                  f"{name}：贪心解码 token 对比 HF generate"))
 
 
 CONFIGS = {
@@ -52,7 +53,8 @@ def test_logits_equal_hf_llama_for_causal_lm(impl, seed, gen, name):
     weights, config, hf = model(seed, **CONFIGS[name])
     ids = torch.randint(0, VOCAB, (2, 11), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, hf_logits(hf, ids), name=f"logits ({name} config) vs HF LlamaForCausalLM",
+    assert_close(logits, hf_logits(hf, ids), name=(f"logits ({name} config) vs HF LlamaForCausalLM",
+                                                   f"logits（{name} 配置）对比 HF LlamaForCausalLM"),
                  mistakes=llama_mistakes(weights, config, ids))
 
 
@@ -62,7 +64,8 @@ def test_rms_norm_eps_is_inside_the_square_root(impl, seed, gen):
     weights, config, hf = model(seed, rms_norm_eps=0.5)
     ids = torch.randint(0, VOCAB, (2, 6), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, hf_logits(hf, ids), name="logits with rms_norm_eps=0.5 vs HF",
+    assert_close(logits, hf_logits(hf, ids), name=("logits with rms_norm_eps=0.5 vs HF",
+                                                   "rms_norm_eps=0.5 时的 logits 对比 HF"),
                  mistakes=llama_mistakes(weights, config, ids))
 
 
@@ -72,7 +75,7 @@ def test_tied_embeddings_use_embed_tokens_as_the_lm_head(impl, seed, gen):
     assert "lm_head.weight" not in weights  # setup check: the test's own tied weights
     ids = torch.randint(0, VOCAB, (1, 8), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, hf_logits(hf, ids), name="logits with tied embeddings vs HF",
+    assert_close(logits, hf_logits(hf, ids), name=("logits with tied embeddings vs HF", "共享嵌入时的 logits 对比 HF"),
                  mistakes=llama_mistakes(weights, config, ids))
 
 
@@ -81,7 +84,8 @@ def test_head_dim_missing_from_config_means_hidden_over_heads(impl, seed, gen):
     del config["head_dim"]
     ids = torch.randint(0, VOCAB, (1, 5), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, hf_logits(hf, ids), name="logits of a config without head_dim vs HF")
+    assert_close(logits, hf_logits(hf, ids), name=("logits of a config without head_dim vs HF",
+                                                   "无 head_dim 配置的 logits 对比 HF"))
 
 
 # ---------------------------------------------------------------- the cache
@@ -95,7 +99,8 @@ def test_cache_holds_rotated_keys_and_values_like_hf(impl, seed, gen):
         past = hf(ids, use_cache=True).past_key_values
     for name, attr in (("k", "keys"), ("v", "values")):
         expected = torch.stack([getattr(layer, attr) for layer in past.layers])  # (L, B, Hkv, T, Dh)
-        assert_close(cache[name], expected, name=f'cache["{name}"] vs HF past_key_values.{attr}')
+        assert_close(cache[name], expected, name=(f'cache["{name}"] vs HF past_key_values.{attr}',
+                                                  f'cache["{name}"] 对比 HF past_key_values.{attr}'))
 
 
 @pytest.mark.weight(3)
@@ -108,7 +113,8 @@ def test_decode_steps_with_the_cache_equal_the_full_forward(impl, seed, gen):
     for t in range(7, 10):
         logits, cache = llama.llama_forward(weights, config, ids[:, t:t + 1], cache, t)
         steps.append(logits)
-    assert_close(torch.cat(steps, 1), hf_logits(hf, ids), name="prefill + 3 decode steps vs one full HF forward",
+    assert_close(torch.cat(steps, 1), hf_logits(hf, ids), name=("prefill + 3 decode steps vs one full HF forward",
+                                                                "prefill + 3 个 decode 步对比一次完整的 HF 前向"),
                  mistakes=llama_mistakes(weights, config, ids, [7, 1, 1, 1]))
 
 
@@ -122,9 +128,11 @@ def test_chunked_prefill_equals_one_prefill(impl, seed, gen):
         logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
         outs.append(logits)
         start += size
-    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name="prefill in chunks 5+4+3 vs one HF forward",
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=("prefill in chunks 5+4+3 vs one HF forward",
+                                                               "分块 5+4+3 的 prefill 对比一次 HF 前向"),
                  mistakes=llama_mistakes(weights, config, ids, chunks))
-    assert_equal(tuple(cache["k"].shape), (2, 2, 2, 12, 16), name='cache["k"] shape after the chunks')
+    assert_equal(tuple(cache["k"].shape), (2, 2, 2, 12, 16), name=('cache["k"] shape after the chunks',
+                                                                   '各块之后 cache["k"] 的形状'))
 
 
 def test_cache_passed_in_is_not_modified(impl, seed, gen):
@@ -135,8 +143,10 @@ def test_cache_passed_in_is_not_modified(impl, seed, gen):
     before = {k: t.clone() for k, t in cache.items()}
     _, grown = llama.llama_forward(weights, config, ids[:, 5:], cache, 5)
     for k in ("k", "v"):
-        assert_equal(cache[k], before[k], name=f'the caller\'s cache["{k}"] after a decode step')
-        assert_equal(grown[k][:, :, :, :5], before[k], name=f'the first 5 positions of the new cache["{k}"]')
+        assert_equal(cache[k], before[k], name=(f'the caller\'s cache["{k}"] after a decode step',
+                                                f'一个 decode 步之后调用方的 cache["{k}"]'))
+        assert_equal(grown[k][:, :, :, :5], before[k], name=(f'the first 5 positions of the new cache["{k}"]',
+                                                             f'新 cache["{k}"] 的前 5 个位置'))
 
 
 def test_start_pos_must_match_the_cache_length(impl, seed, gen):
@@ -164,7 +174,8 @@ def test_greedy_generation_equals_hf_generate(impl, seed, gen):
 def test_generate_zero_new_tokens_returns_the_prompt(impl, seed, gen):
     weights, config, _ = model(seed)
     ids = torch.randint(0, VOCAB, (2, 3), generator=gen)
-    assert_equal(impl(MODULE).generate_greedy(weights, config, ids, 0), ids, name="output for max_new_tokens=0")
+    assert_equal(impl(MODULE).generate_greedy(weights, config, ids, 0), ids, name=("output for max_new_tokens=0",
+                                                                                   "max_new_tokens=0 时的输出"))
 
 
 # ---------------------------------------------------------------- Qwen-style variants
@@ -186,7 +197,8 @@ def test_qwen_style_logits_equal_hf(impl, seed, gen, name):
     weights, config, hf = model(seed, family, **overrides)
     ids = torch.randint(0, VOCAB, (2, 9), generator=gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, hf_logits(hf, ids), name=f"logits ({name}) vs HF {type(hf).__name__}",
+    assert_close(logits, hf_logits(hf, ids), name=(f"logits ({name}) vs HF {type(hf).__name__}",
+                                                   f"logits（{name}）对比 HF {type(hf).__name__}"),
                  mistakes=llama_mistakes(weights, config, ids))
 
 
@@ -202,7 +214,8 @@ def test_qwen_style_decode_steps_with_the_cache_equal_the_full_forward(impl, see
         logits, cache = llama.llama_forward(weights, config, ids[:, start:start + size], cache, start)
         outs.append(logits)
         start += size
-    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{name}: chunks 5+2, 2 decode steps vs one HF forward",
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=(f"{name}: chunks 5+2, 2 decode steps vs one HF forward",
+                                                               f"{name}：分块 5+2、2 个 decode 步对比一次 HF 前向"),
                  mistakes=llama_mistakes(weights, config, ids, chunks))
 
 
@@ -215,7 +228,8 @@ def test_qwen3_cache_holds_keys_after_the_norm_and_rope(impl, seed, gen):
         past = hf(ids, use_cache=True).past_key_values
     for name, attr in (("k", "keys"), ("v", "values")):
         expected = torch.stack([getattr(layer, attr) for layer in past.layers])  # (L, B, Hkv, T, Dh)
-        assert_close(cache[name], expected, name=f'Qwen3 cache["{name}"] vs HF past_key_values.{attr}')
+        assert_close(cache[name], expected, name=(f'Qwen3 cache["{name}"] vs HF past_key_values.{attr}',
+                                                  f'Qwen3 cache["{name}"] 对比 HF past_key_values.{attr}'))
 
 
 @pytest.mark.weight(3)
@@ -247,5 +261,6 @@ def test_qwen_style_prefill_then_decode_equals_hf_for_random_shapes(impl, family
     for t in range(prefill, prefill + steps):
         logits, cache = llama.llama_forward(weights, config, ids[:, t:t + 1], cache, t)
         outs.append(logits)
-    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=f"{family} {overrides}: prefill {prefill} + {steps} steps",
+    assert_close(torch.cat(outs, 1), hf_logits(hf, ids), name=(f"{family} {overrides}: prefill {prefill} + {steps} steps",
+                                                               f"{family} {overrides}：prefill {prefill} + {steps} 步"),
                  mistakes=llama_mistakes(weights, config, ids, [prefill] + [1] * steps))

@@ -39,7 +39,8 @@ def test_naive_attention_matches_reference(impl, config, queries, seed):
     w, x = draw(seed, config)
     c_kv, k_pe = reference_latent(x, w, config)
     got = impl(MODULE).mla_attention(x[:, -queries:], w, config, c_kv, k_pe)
-    assert_close(got, reference_mla(x[:, -queries:], w, config, c_kv, k_pe), name=f"MLA output ({queries} queries)",
+    assert_close(got, reference_mla(x[:, -queries:], w, config, c_kv, k_pe), name=(f"MLA output ({queries} queries)",
+                                                                                   f"MLA 输出（{queries} 个查询）"),
                  mistakes=mla_mistakes(x[:, -queries:], w, config, c_kv, k_pe))
 
 
@@ -59,7 +60,8 @@ def test_absorbed_attention_equals_the_naive_reference(impl, config, queries, se
     w, x = draw(seed, config)
     c_kv, k_pe = reference_latent(x, w, config)
     got = impl(MODULE).mla_attention_absorbed(x[:, -queries:], reference_absorbed_weights(w, config), config, c_kv, k_pe)
-    assert_close(got, reference_mla(x[:, -queries:], w, config, c_kv, k_pe), name=f"absorbed MLA ({queries} queries)",
+    assert_close(got, reference_mla(x[:, -queries:], w, config, c_kv, k_pe), name=(f"absorbed MLA ({queries} queries)",
+                                                                                   f"吸收形式的 MLA（{queries} 个查询）"),
                  mistakes=mla_mistakes(x[:, -queries:], w, config, c_kv, k_pe, absorbed=True))
 
 
@@ -77,12 +79,15 @@ def test_decoding_token_by_token_equals_the_prefill(impl, seed):
         c = torch.cat([cc for cc, _ in caches[:t + 1]], dim=1)
         k = torch.cat([kk for _, kk in caches[:t + 1]], dim=1)
         mistakes = latent_mistakes(x[:, t:t + 1], w, config, t)
-        assert_close(c[:, t:], c_kv[:, t:t + 1], name=f"c_kv appended at step {t}", mistakes=mistakes)
-        assert_close(k[:, t:], k_pe[:, t:t + 1], name=f"k_pe appended at step {t} (position {t})", mistakes=mistakes)
+        assert_close(c[:, t:], c_kv[:, t:t + 1], name=(f"c_kv appended at step {t}",
+                                                       f"第 {t} 步追加的 c_kv"), mistakes=mistakes)
+        assert_close(k[:, t:], k_pe[:, t:t + 1], name=(f"k_pe appended at step {t} (position {t})",
+                                                       f"第 {t} 步追加的 k_pe（位置 {t}）"), mistakes=mistakes)
         step = x[:, t:t + 1]
         for name, got in (("naive", mla.mla_attention(step, w, config, c, k)),
                           ("absorbed", mla.mla_attention_absorbed(step, absorbed, config, c, k))):
-            assert_close(got, prefill[:, t:t + 1], name=f"{name} decode step {t} vs the prefill",
+            assert_close(got, prefill[:, t:t + 1], name=(f"{name} decode step {t} vs the prefill",
+                                                         f"{name} 第 {t} 个 decode 步对比 prefill"),
                          mistakes=mla_mistakes(step, w, config, c, k, absorbed=name == "absorbed"))
 
 
@@ -130,7 +135,8 @@ def test_cache_bytes_per_token_of_every_attention_kind(impl, config, layers, gro
 def test_cache_bytes_default_to_mla_in_two_byte_elements(impl):
     config = tiny_config(heads=4, d_rope=4, d_c=12)
     assert_equal(impl(MODULE).kv_cache_bytes_per_token(config, 3), (12 + 4) * 3 * 2,
-                 name="kv_cache_bytes_per_token(config, 3): MLA, bf16 by default")
+                 name=("kv_cache_bytes_per_token(config, 3): MLA, bf16 by default",
+                       "kv_cache_bytes_per_token(config, 3)：MLA，默认 bf16"))
 
 
 def test_cache_bytes_reject_unknown_kinds_and_bad_groups(impl):
@@ -151,9 +157,10 @@ def test_both_forms_run_on_cuda_tensors(impl, seed):
     mla = impl(MODULE)
     cw = {k: v.cuda() for k, v in w.items()}
     got_c, got_k = mla.latent_kv(x.cuda(), cw, config)
-    assert_close(got_c.cpu(), c_kv, name="c_kv on CUDA")
-    assert_close(got_k.cpu(), k_pe, name="k_pe on CUDA")
-    assert_close(mla.mla_attention(x.cuda(), cw, config, got_c, got_k).cpu(), expected, name="naive MLA on CUDA")
+    assert_close(got_c.cpu(), c_kv, name=("c_kv on CUDA", "CUDA 上的 c_kv"))
+    assert_close(got_k.cpu(), k_pe, name=("k_pe on CUDA", "CUDA 上的 k_pe"))
+    assert_close(mla.mla_attention(x.cuda(), cw, config, got_c, got_k).cpu(), expected, name=("naive MLA on CUDA",
+                                                                                              "CUDA 上的朴素 MLA"))
     absorbed = mla.absorb_weights(cw, config)
     assert_close(mla.mla_attention_absorbed(x.cuda(), absorbed, config, got_c, got_k).cpu(), expected,
-                 name="absorbed MLA on CUDA")
+                 name=("absorbed MLA on CUDA", "CUDA 上的吸收形式 MLA"))

@@ -50,7 +50,8 @@ def test_rms_norm_reduces_over_the_last_dimension_only(impl, gen):
     x2 = x.clone()
     x2[0] *= 100.0
     y2 = impl(MODULE).rms_norm(x2, w, eps=1e-6)
-    assert_close(y2[1:], y[1:], name="rows 1.. after scaling row 0", mistakes=rms_mistakes(x, w, 1e-6))
+    assert_close(y2[1:], y[1:], name=("rows 1.. after scaling row 0",
+                                      "缩放第 0 行后的第 1.. 行"), mistakes=rms_mistakes(x, w, 1e-6))
 
 
 def test_rms_norm_keeps_dtype_and_leaves_input_untouched(impl, gen):
@@ -87,11 +88,12 @@ def test_default_eps_values(impl, gen):
     """Rows of small magnitude (rms ~ 1e-3), where eps = 1e-6 vs 1e-5 or 1 changes the result."""
     m = impl(MODULE)
     x, w, b = randn(4, 16, generator=gen, scale=1e-3), randn(16, generator=gen), randn(16, generator=gen)
-    assert_close(m.rms_norm(x, w), reference_rms_norm(x, w, 1e-6), name="rms_norm(x, w) without eps (default 1e-6)",
+    assert_close(m.rms_norm(x, w), reference_rms_norm(x, w, 1e-6), name=("rms_norm(x, w) without eps (default 1e-6)",
+                                                                         "不传 eps 的 rms_norm(x, w)（默认 1e-6）"),
                  mistakes={("a default eps other than 1e-6 (here 1e-5)",
                             "默认 eps 不是 1e-6（这里是 1e-5）"): lambda: reference_rms_norm(x, w, 1e-5)})
     assert_close(m.layer_norm(x, w, b), F.layer_norm(x, (16,), w, b, 1e-5),
-                 name="layer_norm(x, w, b) without eps (default 1e-5)",
+                 name=("layer_norm(x, w, b) without eps (default 1e-5)", "不传 eps 的 layer_norm(x, w, b)（默认 1e-5）"),
                  mistakes={("a default eps other than 1e-5 (here 1e-6)",
                             "默认 eps 不是 1e-5（这里是 1e-6）"): lambda: F.layer_norm(x, (16,), w, b, 1e-6)})
 
@@ -99,7 +101,7 @@ def test_default_eps_values(impl, gen):
 def test_layer_norm_reduces_over_the_last_dimension_of_a_3d_input(impl, gen):
     x, w, b = randn(3, 5, 8, generator=gen, scale=2.0) + 0.5, randn(8, generator=gen), randn(8, generator=gen)
     assert_close(impl(MODULE).layer_norm(x, w, b, eps=1e-5), F.layer_norm(x, (8,), w, b, 1e-5),
-                 name="layer_norm of a (3, 5, 8) input",
+                 name=("layer_norm of a (3, 5, 8) input", "(3, 5, 8) 输入的 layer_norm"),
                  mistakes={("mean or variance taken over dimension 1 instead of the last",
                             "均值或方差在第 1 维上计算，而不是在最后一维"):
                            lambda: ((x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True)

@@ -132,7 +132,8 @@ def yarn_with_bounds(d, base, s, low, high):
 def check_inv_freq(rope, d, base, scaling, seq_len=None):
     got, got_scaling = rope.rope_inv_freq(d, base=base, scaling=scaling, seq_len=seq_len)
     expected, expected_scaling = reference_inv_freq(d, base, scaling, seq_len)
-    assert_close(got, expected, name=f"inv_freq for {scaling}", mistakes=inv_freq_mistakes(d, base, scaling, seq_len))
+    assert_close(got, expected, name=(f"inv_freq for {scaling}",
+                                      f"{scaling} 的 inv_freq"), mistakes=inv_freq_mistakes(d, base, scaling, seq_len))
     expect(isinstance(got_scaling, (float, int)), "part01.attention_scaling_type", got=type(got_scaling).__name__)
     expect(math.isclose(got_scaling, expected_scaling, rel_tol=1e-6), "part01.attention_scaling_value",
            scaling=scaling, expected=expected_scaling, got=repr(got_scaling))
@@ -209,7 +210,7 @@ def test_yarn_bounds_are_clamped_and_guarded(impl, d, base, scaling, state, reac
 def test_rope_inv_freq_defaults_to_base_10000_without_scaling(impl):
     d = 64
     got, scaling = impl(MODULE).rope_inv_freq(d)
-    assert_close(got, reference_inv_freq(d, 10000.0)[0], name="inv_freq with the default base",
+    assert_close(got, reference_inv_freq(d, 10000.0)[0], name=("inv_freq with the default base", "默认 base 下的 inv_freq"),
                  mistakes={(f"the default base is {b:g}, not 10000",
                             f"默认 base 是 {b:g}，而不是 10000"): reference_inv_freq(d, b)[0]
                            for b in (500000.0, 1e6, 1e5, 1000.0)})
@@ -223,7 +224,8 @@ def test_rope_cos_sin_defaults_to_no_offset_and_no_scaling(impl):
     cos, sin = reference_cos_sin(inv_freq, 12, 0, 1.0)
     default = got[0][0, 0].item() if isinstance(got[0], torch.Tensor) and got[0].dim() == 2 else float("nan")
     for k, (name, want) in enumerate((("cos", cos), ("sin", sin))):
-        assert_close(got[k], want, name=f"{name} with the default offset and attention_scaling",
+        assert_close(got[k], want, name=(f"{name} with the default offset and attention_scaling",
+                                         f"默认 offset 与 attention_scaling 下的 {name}"),
                      mistakes={(f"the default attention_scaling is {default:.6g}, not 1.0",
                                 f"默认 attention_scaling 是 {default:.6g}，而不是 1.0"): want * default})
 

@@ -70,7 +70,8 @@ def test_ring_all_reduce_sums_any_size_on_the_simulated_group(impl, n, numel, dt
     results = run_ranks(impl, MODULE, "ring_all_reduce", per_rank(xs, n))
     expected = sum(xs)
     for rank, res in enumerate(results):
-        assert_close(res.value, expected, name=f"rank {rank}'s all-reduce of {numel} elements over {n} ranks",
+        assert_close(res.value, expected, name=(f"rank {rank}'s all-reduce of {numel} elements over {n} ranks",
+                                                f"rank {rank} 上 {numel} 个元素在 {n} 个 rank 间的 all-reduce"),
                      mistakes=all_reduce_mistakes(xs, rank))
 
 
@@ -104,7 +105,7 @@ def test_ring_reduce_scatter_gives_each_rank_its_own_chunk(impl, n, numel, seed)
     results = run_ranks(impl, MODULE, "ring_reduce_scatter", per_rank(xs, n))
     total, b = sum(xs), bounds(numel, n)
     for rank, res in enumerate(results):
-        assert_close(res.value, total[slice(*b[rank])], name=f"rank {rank}'s reduced chunk",
+        assert_close(res.value, total[slice(*b[rank])], name=(f"rank {rank}'s reduced chunk", f"rank {rank} 归约后的块"),
                      mistakes={("returned chunk (rank + 1) % n, where the plain ring ends, not chunk rank",
                                 "返回了普通环结束处的块 (rank + 1) % n，而不是块 rank"):
                                lambda: total[slice(*b[(rank + 1) % n])],
@@ -121,7 +122,7 @@ def test_ring_all_gather_orders_blocks_by_rank(impl, n, rows, seed):
     results = run_ranks(impl, MODULE, "ring_all_gather", per_rank(xs, n))
     for rank, res in enumerate(results):
         arrival = torch.cat([xs[(rank - s) % n] for s in range(n)])
-        assert_close(res.value, torch.cat(xs), name=f"rank {rank}'s gathered tensor",
+        assert_close(res.value, torch.cat(xs), name=(f"rank {rank}'s gathered tensor", f"rank {rank} 收集到的张量"),
                      mistakes={("blocks concatenated in arrival order (own, rank-1, rank-2, ...) instead of rank order",
                                 "按到达顺序（自己、rank-1、rank-2、……）拼接块，而不是按 rank 顺序"):
                                arrival})
@@ -137,7 +138,8 @@ def test_all_to_all_delivers_chunk_j_to_rank_j(impl, n, size, seed):
         if not isinstance(res.value, (list, tuple)) or len(res.value) != n:
             raise Mismatch(tr("part02.collectives.chunk_list", rank=rank, n=n, got=type(res.value).__name__))
         for src in range(n):
-            assert_close(res.value[src], chunks[src][rank], name=f"rank {rank}'s chunk from rank {src}",
+            assert_close(res.value[src], chunks[src][rank], name=(f"rank {rank}'s chunk from rank {src}",
+                                                                  f"rank {rank} 从 rank {src} 收到的块"),
                          mistakes={("returned this rank's own chunks (nothing exchanged)",
                                     "返回了本 rank 自己的块（没有交换）"): chunks[rank][src]})
         sent_to = sorted(d for d, _ in res.sends)
@@ -169,14 +171,18 @@ def test_collectives_on_real_gloo_processes(impl, gen, n):
     reduce_all, scatter, gather, a2a = run_calls(impl, MODULE, calls, n, backend="gloo", timeout_s=30)
     total, b = sum(xs), bounds(numel, n)
     for rank in range(n):
-        assert_close(reduce_all[rank].value, total, name=f"gloo rank {rank}: all-reduce",
+        assert_close(reduce_all[rank].value, total, name=(f"gloo rank {rank}: all-reduce",
+                                                          f"gloo 后端 rank {rank}：all-reduce"),
                      mistakes=all_reduce_mistakes(xs, rank))
-        assert_close(scatter[rank].value, total[slice(*b[rank])], name=f"gloo rank {rank}: reduce-scatter")
-        assert_close(gather[rank].value, torch.cat(blocks), name=f"gloo rank {rank}: all-gather",
+        assert_close(scatter[rank].value, total[slice(*b[rank])], name=(f"gloo rank {rank}: reduce-scatter",
+                                                                        f"gloo 后端 rank {rank}：reduce-scatter"))
+        assert_close(gather[rank].value, torch.cat(blocks), name=(f"gloo rank {rank}: all-gather",
+                                                                  f"gloo 后端 rank {rank}：all-gather"),
                      mistakes={("blocks in arrival order",
                                 "块按到达顺序排列"): torch.cat([blocks[(rank - s) % n] for s in range(n)])})
         for src in range(n):
-            assert_close(a2a[rank].value[src], chunks[src][rank], name=f"gloo rank {rank}: all-to-all from {src}")
+            assert_close(a2a[rank].value[src], chunks[src][rank], name=(f"gloo rank {rank}: all-to-all from {src}",
+                                                                        f"gloo 后端 rank {rank}：来自 {src} 的 all-to-all"))
     assert_ring_traffic(reduce_all, numel, n, phases=2, name="gloo ring_all_reduce")
 
 
@@ -197,7 +203,8 @@ def test_bus_bandwidth_follows_nccl_tests(impl, collective, n):
         raise Mismatch(tr("part02.collectives.bandwidth_pair", got=repr(got)))
     algbw = size / seconds / 1e9
     assert_close(torch.tensor([float(v) for v in got], dtype=torch.float64),
-                 expected_bandwidth(collective, size, seconds, n), name=f"(algbw, busbw) of {collective}, n={n}",
+                 expected_bandwidth(collective, size, seconds, n), name=(f"(algbw, busbw) of {collective}, n={n}",
+                                                                         f"{collective} 的 (algbw, busbw)，n={n}"),
                  mistakes={("bus factor n/(n-1) instead of (n-1)/n", "总线系数用了 n/(n-1)，而不是 (n-1)/n"):
                            lambda: torch.tensor([algbw, algbw * n / (n - 1) * (2 if collective == "all_reduce" else 1)],
                                                 dtype=torch.float64),

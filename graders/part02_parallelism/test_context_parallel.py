@@ -41,20 +41,20 @@ def test_merge_partials_equals_attention_over_both_blocks(impl, S, D, dtype, see
     oa, la, ob, lb = oa.to(dtype), la.to(dtype), ob.to(dtype), lb.to(dtype)
     out, lse = pair(impl(MODULE).merge_partials(oa, la, ob, lb), "merge_partials")
     want_o, want_l = attention_with_lse(q, k, v, pos_q, pos_k, False)
-    assert_close(out, want_o.to(dtype), name="merged output", mistakes=merge_mistakes(oa, la, ob, lb))
-    assert_close(lse, want_l.to(dtype), name="merged lse")
+    assert_close(out, want_o.to(dtype), name=("merged output", "合并后的输出"), mistakes=merge_mistakes(oa, la, ob, lb))
+    assert_close(lse, want_l.to(dtype), name=("merged lse", "合并后的 lse"))
 
 
 def test_merge_partials_with_an_empty_part_returns_the_other(impl, gen):
     out_a, lse_a = randn(2, 3, 4, generator=gen), randn(2, 3, generator=gen)
     empty_out, empty_lse = torch.zeros(2, 3, 4), torch.full((2, 3), float("-inf"))
     out, lse = pair(impl(MODULE).merge_partials(out_a, lse_a, empty_out, empty_lse), "merge_partials")
-    assert_close(out, out_a, name="out merged with an empty block")
-    assert_close(lse, lse_a, name="lse merged with an empty block")
+    assert_close(out, out_a, name=("out merged with an empty block", "与空块合并后的 out"))
+    assert_close(lse, lse_a, name=("lse merged with an empty block", "与空块合并后的 lse"))
     out, lse = pair(impl(MODULE).merge_partials(empty_out, empty_lse, empty_out.clone(), empty_lse.clone()), "merge_partials")
     check_no_nan(out, "two empty blocks merged")
-    assert_close(out, empty_out, name="two empty blocks: out")
-    assert_close(lse, empty_lse, name="two empty blocks: lse")
+    assert_close(out, empty_out, name=("two empty blocks: out", "两个空块：out"))
+    assert_close(lse, empty_lse, name=("two empty blocks: lse", "两个空块：lse"))
 
 
 def test_merge_partials_is_stable_for_large_lse(impl, gen):
@@ -65,8 +65,9 @@ def test_merge_partials_is_stable_for_large_lse(impl, gen):
     lse_b = torch.tensor([1000.0, 999.0, -1001.0], dtype=torch.float64)
     out, lse = pair(impl(MODULE).merge_partials(out_a, lse_a, out_b, lse_b), "merge_partials")
     want_o, want_l = reference_merge(out_a, lse_a, out_b, lse_b)
-    assert_close(out, want_o, name="merged output at large |lse|", mistakes=merge_mistakes(out_a, lse_a, out_b, lse_b))
-    assert_close(lse, want_l, name="merged lse at large |lse|")
+    assert_close(out, want_o, name=("merged output at large |lse|",
+                                    "|lse| 很大时合并后的输出"), mistakes=merge_mistakes(out_a, lse_a, out_b, lse_b))
+    assert_close(lse, want_l, name=("merged lse at large |lse|", "|lse| 很大时合并后的 lse"))
 
 
 # --- one block
@@ -82,10 +83,10 @@ def test_block_attention_with_global_positions(impl, Sq, Sk, D, causal, dtype, s
     want_o, want_l = attention_with_lse(q, k, v, q_pos, k_pos, causal)
     empty = int(torch.isinf(want_l).sum())
     check_no_nan(out, f"block output ({empty} rows see no key)")
-    assert_close(out, want_o.to(dtype), name=f"block output ({empty} rows see no key)",
+    assert_close(out, want_o.to(dtype), name=(f"block output ({empty} rows see no key)", f"块的输出（{empty} 行看不到任何 key）"),
                  mistakes={("scores not scaled by 1/sqrt(D)", "注意力分数没有除以 sqrt(D)"):
                            attention_with_lse(q, k, v, q_pos, k_pos, causal, scale=False)[0].to(dtype)})
-    assert_close(lse, want_l.to(lse_dtype(dtype)), name="block lse")
+    assert_close(lse, want_l.to(lse_dtype(dtype)), name=("block lse", "块的 lse"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -96,8 +97,8 @@ def test_block_attention_of_an_early_query_chunk_over_a_late_key_chunk(impl, gen
     out, lse = pair(impl(MODULE).block_attention(q, k, v, q_pos, k_pos, True), "block_attention")
     want_o, want_l = attention_with_lse(q, k, v, q_pos, k_pos, True)
     check_no_nan(out, "block output with 2 fully masked rows")
-    assert_close(out, want_o.to(dtype), name="block output with 2 fully masked rows")
-    assert_close(lse, want_l.to(lse_dtype(dtype)), name="block lse with 2 fully masked rows")
+    assert_close(out, want_o.to(dtype), name=("block output with 2 fully masked rows", "含 2 个完全被掩码行的块输出"))
+    assert_close(lse, want_l.to(lse_dtype(dtype)), name=("block lse with 2 fully masked rows", "含 2 个完全被掩码行的块 lse"))
 
 
 # --- the layout
@@ -141,9 +142,10 @@ def check_ring(results, q, k, v, W, causal, where=""):
     for rank, res in enumerate(results):
         out, lse = pair(res.value, f"{where}rank {rank}")
         want_o, want_l = ring_result(q, k, v, rank, W, causal)
-        assert_close(out, want_o, name=f"{where}rank {rank}: output (W={W}, causal={causal})",
+        assert_close(out, want_o, name=(f"{where}rank {rank}: output (W={W}, causal={causal})",
+                                        f"{where}rank {rank}：输出（W={W}，causal={causal}）"),
                      mistakes=ring_mistakes(q, k, v, rank, W, causal))
-        assert_close(lse, want_l, name=f"{where}rank {rank}: lse")
+        assert_close(lse, want_l, name=(f"{where}rank {rank}: lse", f"{where}rank {rank}：lse"))
 
 
 @pytest.mark.weight(3)

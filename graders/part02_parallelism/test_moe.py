@@ -39,8 +39,8 @@ def test_top_k_routing_renormalises_the_softmax_of_all_experts(impl, T, E, data,
     logits = randn(T, E, generator=g, dtype=dtype, scale=2.0)
     weights, experts = pair(impl(MODULE).top_k_routing(logits, k), "top_k_routing")
     want_w, want_e = reference_routing(logits, k)
-    assert_equal(experts, want_e, name=f"chosen experts (T={T}, E={E}, k={k})")
-    assert_close(weights, want_w, name="routing weights", mistakes=routing_mistakes(logits, k))
+    assert_equal(experts, want_e, name=(f"chosen experts (T={T}, E={E}, k={k})", f"选中的专家（T={T}，E={E}，k={k}）"))
+    assert_close(weights, want_w, name=("routing weights", "路由权重"), mistakes=routing_mistakes(logits, k))
 
 
 # --- capacity and dropping
@@ -57,7 +57,8 @@ def test_capacity_mask_fills_first_choices_before_second_choices(impl, T, E, k, 
     g = torch.Generator().manual_seed(seed)
     experts = torch.stack([torch.randperm(E, generator=g)[:k] for _ in range(T)])
     got = impl(MODULE).capacity_mask(experts, E, capacity)
-    assert_equal(got, reference_keep(experts, E, capacity), name=f"kept assignments (capacity {capacity})",
+    assert_equal(got, reference_keep(experts, E, capacity), name=(f"kept assignments (capacity {capacity})",
+                                                                  f"保留的分配（容量 {capacity}）"),
                  mistakes=keep_mistakes(experts, E, capacity))
 
 
@@ -77,7 +78,8 @@ def test_load_balancing_loss_is_the_switch_form(impl, T, E, data, seed):
     logits = randn(T, E, generator=g, scale=2.0)
     experts = reference_routing(logits, k)[1]
     got = impl(MODULE).load_balancing_loss(logits, experts, E)
-    assert_close(got, reference_balance_loss(logits, experts, E), name=f"aux loss (T={T}, E={E}, k={k})",
+    assert_close(got, reference_balance_loss(logits, experts, E), name=(f"aux loss (T={T}, E={E}, k={k})",
+                                                                        f"辅助损失（T={T}，E={E}，k={k}）"),
                  mistakes=balance_mistakes(logits, experts, E))
 
 
@@ -85,7 +87,8 @@ def test_load_balancing_loss_is_one_when_perfectly_balanced(impl):
     """Uniform probabilities and every expert chosen equally often: L = 1 for any k."""
     logits = torch.zeros(4, 4)
     experts = torch.tensor([[0, 1], [2, 3], [1, 0], [3, 2]])
-    assert_close(impl(MODULE).load_balancing_loss(logits, experts, 4), torch.tensor(1.0), name="balanced aux loss",
+    assert_close(impl(MODULE).load_balancing_loss(logits, experts, 4), torch.tensor(1.0), name=("balanced aux loss",
+                                                                                                "均衡时的辅助损失"),
                  mistakes=balance_mistakes(logits, experts, 4))
 
 
@@ -97,8 +100,8 @@ def test_biased_routing_lets_the_bias_choose_but_not_weigh(impl, T, E, k, seed):
     bias = randn(E, generator=g) * 0.3
     weights, experts = pair(impl(MODULE).biased_routing(scores, bias, k), "biased_routing")
     want_w, want_e = reference_biased_routing(scores, bias, k)
-    assert_equal(experts, want_e, name="experts chosen by scores + bias")
-    assert_close(weights, want_w, name="gate weights", mistakes=biased_mistakes(scores, bias, k))
+    assert_equal(experts, want_e, name=("experts chosen by scores + bias", "按 scores + bias 选出的专家"))
+    assert_close(weights, want_w, name=("gate weights", "门控权重"), mistakes=biased_mistakes(scores, bias, k))
 
 
 @given(T=st.integers(1, 12), E=st.integers(2, 6), k=st.integers(1, 2), seed=st.integers(0, 2**31 - 1))
@@ -108,7 +111,7 @@ def test_routing_bias_moves_against_the_load(impl, T, E, k, seed):
     bias = randn(E, generator=g) * 0.1
     before = bias.clone()
     got = impl(MODULE).update_routing_bias(bias, experts, E, 0.01)
-    assert_close(got, reference_bias_update(before, experts, E, 0.01), name="updated bias",
+    assert_close(got, reference_bias_update(before, experts, E, 0.01), name=("updated bias", "更新后的 bias"),
                  mistakes=bias_update_mistakes(before, experts, E, 0.01))
     if not torch.equal(bias, before):
         raise Mismatch(tr("part02.moe.modified_input"))
@@ -152,7 +155,8 @@ def check_ep(results, xs, weights, k, where=""):
     W, E, H = len(xs), router.shape[0], router.shape[1]
     for rank, res in enumerate(results):
         assert_close(res.value, reference_moe(xs[rank], router, gate, up, down, k),
-                     name=f"{where}rank {rank}'s output ({xs[rank].shape[0]} tokens, {W} ranks)",
+                     name=(f"{where}rank {rank}'s output ({xs[rank].shape[0]} tokens, {W} ranks)",
+                           f"{where}rank {rank} 的输出（{xs[rank].shape[0]} 个 token，{W} 个 rank）"),
                      mistakes=moe_mistakes(xs[rank], router, gate, up, down, k))
     assert_traffic(results, ep_traffic(xs, router, k, W, E, H), f"{where}expert_parallel_moe",
                    ep_traffic_mistakes(xs, H))

@@ -74,17 +74,22 @@ def test_simulated_gpipe_and_1f1b_match_the_closed_form(impl, p, m):
     for name, schedule, peak in [("GPipe", expected_gpipe(p, m), [m] * p), ("1F1B", expected_1f1b(p, m), peak_1f1b(p, m))]:
         out = simulated(impl, schedule, m)
         assert_equal(int(out["makespan"]), 2 * (m + p - 1), name=f"{name} makespan, p={p}, m={m}")
-        assert_close(as_float(out["bubble_ratio"]), as_float((p - 1) / (m + p - 1)), name=f"{name} bubble ratio")
-        assert_equal([int(x) for x in out["peak_in_flight"]], peak, name=f"{name} peak in-flight micro-batches")
+        assert_close(as_float(out["bubble_ratio"]), as_float((p - 1) / (m + p - 1)), name=(f"{name} bubble ratio",
+                                                                                           f"{name} 的气泡率"))
+        assert_equal([int(x) for x in out["peak_in_flight"]], peak, name=(f"{name} peak in-flight micro-batches",
+                                                                          f"{name} 在途 micro-batch 的峰值"))
 
 
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("p,v,m", [(2, 2, 4), (4, 2, 8), (4, 3, 4), (3, 2, 6)])
 def test_simulated_interleaved_matches_the_closed_form(impl, p, v, m):
     out = simulated(impl, expected_interleaved(p, v, m), m, v)
-    assert_close(as_float(out["bubble_ratio"]), as_float((p - 1) / (v * m + p - 1)), name=f"interleaved bubble p={p} v={v} m={m}")
-    assert_equal(int(out["makespan"]), 2 * (v * m + p - 1), name="interleaved makespan in chunk ticks")
-    assert_equal([int(x) for x in out["peak_in_flight"]], peak_interleaved(p, v, m), name="interleaved peak in-flight")
+    assert_close(as_float(out["bubble_ratio"]), as_float((p - 1) / (v * m + p - 1)), name=(f"interleaved bubble p={p} v={v} m={m}",
+                                                                                           f"交错调度的气泡率 p={p} v={v} m={m}"))
+    assert_equal(int(out["makespan"]), 2 * (v * m + p - 1), name=("interleaved makespan in chunk ticks",
+                                                                  "交错调度的 makespan（以块时间步计）"))
+    assert_equal([int(x) for x in out["peak_in_flight"]], peak_interleaved(p, v, m), name=("interleaved peak in-flight",
+                                                                                           "交错调度在途的峰值"))
 
 
 def test_simulator_rejects_a_backward_before_its_forward(impl):
@@ -121,7 +126,8 @@ def test_simulator_waits_for_the_gradient_of_the_next_stage(impl):
     """Rank 0's B0 must wait for rank 1's B0 (tick 3): a simulator that lets it run at tick 2 finishes early."""
     schedule = [[("F", 0, 0), ("B", 0, 0)], [("F", 0, 0), ("B", 0, 0)]]
     out = simulated(impl, schedule, 1)
-    assert_equal(int(out["makespan"]), 4, name="makespan of one micro-batch on two stages",
+    assert_equal(int(out["makespan"]), 4, name=("makespan of one micro-batch on two stages",
+                                                "一个 micro-batch 在两个 stage 上的 makespan"),
                  mistakes={("the backward did not wait for the next stage's backward (its gradient)",
                             "反向没有等待下一段的反向（梯度还没到）"): 3})
 
@@ -132,9 +138,12 @@ def test_simulator_times_a_schedule_that_does_not_overlap_microbatches(impl):
     makespan is 8 ticks, not the closed form's 2 (m + p - 1) = 6: the answer must come from simulating."""
     sequential = [("F", 0, 0), ("B", 0, 0), ("F", 1, 0), ("B", 1, 0)]
     out = simulated(impl, [list(sequential), list(sequential)], 2)
-    assert_equal(int(out["makespan"]), 8, name="makespan of F0 B0 F1 B1 on both of 2 ranks")
-    assert_close(as_float(out["bubble_ratio"]), as_float(0.5), name="its bubble ratio (8 busy of 16 rank-ticks)")
-    assert_equal([int(x) for x in out["peak_in_flight"]], [1, 1], name="its peak in-flight micro-batches")
+    assert_equal(int(out["makespan"]), 8, name=("makespan of F0 B0 F1 B1 on both of 2 ranks",
+                                                "2 个 rank 上都是 F0 B0 F1 B1 时的 makespan"))
+    assert_close(as_float(out["bubble_ratio"]), as_float(0.5), name=("its bubble ratio (8 busy of 16 rank-ticks)",
+                                                                     "其气泡率（16 个 rank-时间步中忙 8 个）"))
+    assert_equal([int(x) for x in out["peak_in_flight"]], [1, 1], name=("its peak in-flight micro-batches",
+                                                                        "其在途 micro-batch 的峰值"))
 
 
 # --- the real 1F1B step
@@ -151,11 +160,11 @@ def check_step(results, weights, biases, xs, ts, where):
     for rank, res in enumerate(results):
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
             raise Mismatch(tr("part02.pipeline.step_result", where=where, rank=rank, got=type(res.value).__name__))
-        assert_close(res.value[0], gw[rank], name=f"{where}rank {rank}: grad of W",
+        assert_close(res.value[0], gw[rank], name=(f"{where}rank {rank}: grad of W", f"{where}rank {rank}：W 的梯度"),
                      mistakes=step_mistakes(weights, biases, xs, ts, rank))
-        assert_close(res.value[1], gb[rank], name=f"{where}rank {rank}: grad of b")
+        assert_close(res.value[1], gb[rank], name=(f"{where}rank {rank}: grad of b", f"{where}rank {rank}：b 的梯度"))
     last = results[p - 1].value[2]
-    assert_close(last, loss, name=f"{where}loss on the last rank")
+    assert_close(last, loss, name=(f"{where}loss on the last rank", f"{where}最后一个 rank 上的损失"))
 
 
 @pytest.mark.weight(3)
@@ -180,10 +189,12 @@ def test_1f1b_step_messages_follow_the_1f1b_order(impl, gen, p, m):
             raise Mismatch(tr("part02.pipeline.message_sizes", rank=rank, sizes=sizes, numel=2 * 3))
         want_sends, want_recvs = expected_messages(p, m, rank)
         gp_sends, _ = gpipe_messages(p, m, rank)
-        assert_equal([d for d, _ in res.sends], want_sends, name=f"rank {rank}: destinations of its sends, in order",
+        assert_equal([d for d, _ in res.sends], want_sends, name=(f"rank {rank}: destinations of its sends, in order",
+                                                                  f"rank {rank}：其发送的目标（按顺序）"),
                      mistakes={("GPipe order: all activations sent before any gradient", "GPipe 顺序：先发完所有激活再发梯度"):
                                gp_sends})
-        assert_equal([s for s, _ in res.recvs], want_recvs, name=f"rank {rank}: sources of its receives, in order")
+        assert_equal([s for s, _ in res.recvs], want_recvs, name=(f"rank {rank}: sources of its receives, in order",
+                                                                  f"rank {rank}：其接收的来源（按顺序）"))
 
 
 def test_1f1b_step_in_float64_leaves_inputs_untouched(impl, gen):

@@ -48,7 +48,8 @@ def test_coords_to_rank_is_the_inverse(impl, sizes, order):
     m = impl(MODULE)
     for rank, coords in enumerate(all_coords(sizes, order)):
         got = m.coords_to_rank(coords, sizes, order)
-        assert_equal(int(got), rank, name=f"coords_to_rank(coords of rank {rank}, {sizes}, {order!r})")
+        assert_equal(int(got), rank, name=(f"coords_to_rank(coords of rank {rank}, {sizes}, {order!r})",
+                                           f"coords_to_rank(rank {rank} 的坐标, {sizes}, {order!r})"))
 
 
 @pytest.mark.weight(2)

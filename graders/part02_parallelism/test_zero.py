@@ -36,10 +36,11 @@ def test_flatten_and_pad_lays_params_back_to_back_then_zeros(impl, numels, n, se
     flat = impl(MODULE).flatten_and_pad(tensors, n)
     if not isinstance(flat, torch.Tensor):
         raise Mismatch(tr("part02.zero.flat_not_tensor", got=type(flat).__name__))
-    assert_equal(tuple(flat.shape), (padded,), name=f"shape of the flat buffer for {total} elements on {n} ranks",
+    assert_equal(tuple(flat.shape), (padded,), name=(f"shape of the flat buffer for {total} elements on {n} ranks",
+                                                     f"{total} 个元素分到 {n} 个 rank 时扁平缓冲区的形状"),
                  mistakes={UNPADDED: (total,)})
     expected = torch.cat([torch.cat([t.reshape(-1) for t in tensors]), torch.zeros(padded - total)])
-    assert_close(flat, expected, name="flat buffer")
+    assert_close(flat, expected, name=("flat buffer", "扁平缓冲区"))
 
 
 @pytest.mark.weight(2)
@@ -94,7 +95,7 @@ def test_adamw_update_matches_torch_optim_adamw(impl, steps, lr, wd, betas, seed
     for t, grad in enumerate(grads, start=1):
         p, m, v = impl(MODULE).adamw_update(p, grad, m, v, t, lr, betas, 1e-8, wd)
     ref_p, ref_m, ref_v = torch_adamw(param, grads, lr, betas, 1e-8, wd)
-    assert_close(p, ref_p, name=f"parameter after {steps} AdamW steps",
+    assert_close(p, ref_p, name=(f"parameter after {steps} AdamW steps", f"{steps} 步 AdamW 之后的参数"),
                  mistakes=adamw_mistakes(param, grads, lr, betas, 1e-8, wd))
     assert_close(m, ref_m, name="exp_avg")
     assert_close(v, ref_v, name="exp_avg_sq")

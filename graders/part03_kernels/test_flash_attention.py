@@ -121,11 +121,13 @@ def test_flash_attention_probabilities_rebuilt_from_lse_reproduce_o(impl, gen):
     o, lse = impl(MODULE).flash_attention(q, k, v, causal=True)
     s = scores(q, k, True, 0.25)
     p = torch.exp(s - lse.double()[..., None])
-    assert_close(p.sum(-1).float(), torch.ones(1, 2, 37), name="rows of exp(s - lse)", rtol=1e-4, atol=1e-4,
+    assert_close(p.sum(-1).float(), torch.ones(1, 2, 37), name=("rows of exp(s - lse)",
+                                                                "exp(s - lse) 的各行"), rtol=1e-4, atol=1e-4,
                  mistakes={("lse is in log2 (or otherwise not the natural log-sum-exp of the scores)",
                             "lse 是以 2 为底的（或者不是分数的自然 log-sum-exp）"):
                            torch.exp(s - (lse.double() / math.log2(math.e))[..., None]).sum(-1).float()})
-    assert_close(o, (p @ v.double()).float(), name="o against exp(s - lse) @ v", rtol=1e-4, atol=1e-4)
+    assert_close(o, (p @ v.double()).float(), name=("o against exp(s - lse) @ v",
+                                                    "o 对比 exp(s - lse) @ v"), rtol=1e-4, atol=1e-4)
 
 
 def seq_major(b, h, s, d, dtype, gen):

@@ -85,7 +85,7 @@ def test_softmax_large_values_do_not_overflow(impl, gen, block):
 
 def test_softmax_rows_sum_to_one(impl, gen):
     got = impl(MODULE).softmax(randn(5, 33, generator=gen, scale=4.0), block_size=8)
-    assert_close(got.sum(-1), torch.ones(5), name="row sums", rtol=1e-5, atol=1e-5)
+    assert_close(got.sum(-1), torch.ones(5), name=("row sums", "行和"), rtol=1e-5, atol=1e-5)
 
 
 def test_softmax_rejects_a_block_size_that_is_not_a_power_of_two(impl, gen):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from infralab.engine_checks import assert_same_tokens, diagnose_with_control, random_prompts, run_paged_steps
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.mistakes.part04_serving.engine import (
     CHANGED_BY_CHUNKING, CHANGED_BY_PREFIX_CACHE, HIT_HOLDS_OTHER_TOKENS, PARAMS_IGNORED, chunk_logits,
     diagnose_positions, eos_diagnosis, greedy_reference, hf_refs, paged_forward_mistakes, preemption_diagnosis,
@@ -55,7 +55,8 @@ def test_paged_forward_equals_the_llama_for_every_sequence_of_mixed_steps(impl, 
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=3, gen=gen)
     for s, chunks in enumerate([[3, 4, 2], [6, 1, 1], [2, 2], [5]]):
         ids = torch.tensor([seqs[s]])
-        assert_close(rows[s], chunk_logits(weights, config, ids, chunks), name=f"logits of sequence {s} ({name})",
+        assert_close(rows[s], chunk_logits(weights, config, ids, chunks), name=(f"logits of sequence {s} ({name})",
+                                                                                f"序列 {s} 的 logits（{name}）"),
                      mistakes=paged_forward_mistakes(weights, config, ids, chunks))
 
 
@@ -100,7 +101,7 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, seed, gen, scena
     specific = {"roomy": positions, "chunked": CHANGED_BY_CHUNKING, "preempting": preemption_diagnosis(refs),
                 "prefix_cache": CHANGED_BY_PREFIX_CACHE, "prefix_cache_preempting": preemption_diagnosis(refs)}
     control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=4, max_num_batched_tokens=64)
-    assert_same_tokens(got, refs, what=f"greedy ({scenario})", diagnosis=diagnose_with_control(
+    assert_same_tokens(got, refs, what=(f"greedy ({scenario})", f"贪心解码（{scenario}）"), diagnosis=diagnose_with_control(
         refs, lambda: run_in_two_waves(impl, control, prompts, max_tokens), specific[scenario], positions))
     stats = engine.stats()  # whether this workload preempted depends on the seed: counted, not required
     per_request = sum(engine.metrics(r)["preemptions"] for r in range(len(prompts)))
@@ -121,7 +122,8 @@ def test_greedy_on_qwen_weights_equals_transformers_generate(impl, seed, gen, fa
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=num_blocks, block_size=block_size,
                                      max_num_batched_tokens=budget, enable_prefix_caching=prefix)
     got = run_in_two_waves(impl, engine, prompts, 6)
-    assert_same_tokens(got, hf_refs(hf, prompts, 6), what=f"greedy on {family} weights vs transformers generate",
+    assert_same_tokens(got, hf_refs(hf, prompts, 6), what=(f"greedy on {family} weights vs transformers generate",
+                                                                f"{family} 权重上的贪心解码对比 transformers generate"),
                        diagnosis=qwen_diagnosis(weights, config, prompts, 6))
 
 
@@ -138,7 +140,7 @@ def test_preemption_keeps_every_generated_token(impl, seed, gen):
     refs = [greedy_reference(weights, config, p, 8) for p in prompts]
     control = impl(MODULE).LLMEngine(weights, config, num_blocks=64, block_size=3, max_num_batched_tokens=64)
     sp = impl(MODULE).SamplingParams(max_tokens=8)
-    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=diagnose_with_control(
+    assert_same_tokens(got, refs, what=("greedy with preemption", "有抢占时的贪心解码"), diagnosis=diagnose_with_control(
         refs, lambda: control.generate(prompts, sp), preemption_diagnosis(refs),
         diagnose_positions(weights, config, prompts, 8)))
 
@@ -158,7 +160,8 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
     while engine.has_unfinished_requests():
         engine.step()
     refs = [greedy_reference(weights, config, p, 5) for p in prompts]
-    assert_same_tokens([engine.get_output(r) for r in rids], refs, what="requests arriving between steps")
+    assert_same_tokens([engine.get_output(r) for r in rids], refs,
+                       what=("requests arriving between steps", "在步与步之间到达的请求"))
 
 
 @pytest.mark.weight(2)
@@ -174,7 +177,8 @@ def test_eos_of_each_request_and_max_tokens_one(impl, seed, gen):
 
     def diagnose(out):
         return next((d for d in (eos_diagnosis(o, r[0]) for o, r in zip(out[:2], refs)) if d), None)
-    assert_same_tokens(got, refs, what="greedy with per-request eos and max_tokens=1", diagnosis=diagnose)
+    assert_same_tokens(got, refs, what=("greedy with per-request eos and max_tokens=1",
+                                               "每个请求各自 eos 且 max_tokens=1 时的贪心解码"), diagnosis=diagnose)
 
 
 @pytest.mark.weight(1)
@@ -187,7 +191,8 @@ def test_step_returns_the_ids_finished_in_it(impl, seed, gen):
     got = [engine.step() for _ in range(3)]
     expect(got == [[1], [0], [2]], "engine.finished_ids", step="0-2", got=got, want=[[1], [0], [2]])
     unfinished = engine.has_unfinished_requests()
-    expect(not unfinished, "check.value", what="has_unfinished_requests() after every request finished",
+    expect(not unfinished, "check.value", what=localized(("has_unfinished_requests() after every request finished",
+                                                          "每个请求都结束之后的 has_unfinished_requests()")),
            expected=False, got=unfinished)
     lengths = [len(engine.get_output(r)) for r in range(3)]
     expect(lengths == [2, 1, 3], "check.value", what="len(get_output(r)) for r = 0, 1, 2", expected=[2, 1, 3],
@@ -307,7 +312,7 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, see
     want = [0, 2 * bs, 3 * bs if any(t[:3 * bs] == tricky[:3 * bs] for t in earlier) else 2 * bs]
     cached = [engine.metrics(r)["cached_tokens"] for r in range(3)]
     diagnosis = HIT_HOLDS_OTHER_TOKENS if cached != want else None
-    assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=diagnosis)
+    assert_same_tokens(got, refs, what=("greedy after a misleading prefix", "遇到误导性前缀之后的贪心解码"), diagnosis=diagnosis)
     if cached != want:
         raise Mismatch(tr("engine.cached_tokens", what="metrics(0..2)", got=cached, want=want), HIT_HOLDS_OTHER_TOKENS)
 

@@ -41,8 +41,8 @@ def assert_unchanged(before, after, what):
                            ("an append that failed midway and kept what it had allocated (not all-or-nothing)",
                             "append 中途失败却保留了已分配的块（不是全有或全无）"))
     for s, (k, v) in before["data"].items():
-        assert_close(after["data"][s][0], k, name=f"K of sequence {s} after {what}")
-        assert_close(after["data"][s][1], v, name=f"V of sequence {s} after {what}")
+        assert_close(after["data"][s][0], k, name=(f"K of sequence {s} after {what}", f"{what}之后序列 {s} 的 K"))
+        assert_close(after["data"][s][1], v, name=(f"V of sequence {s} after {what}", f"{what}之后序列 {s} 的 V"))
 
 
 def test_slot_mapping_follows_the_block_table(impl, gen):
@@ -53,14 +53,14 @@ def test_slot_mapping_follows_the_block_table(impl, gen):
         slots = cache.append(s, *tokens(t, gen))
         length = cache.seq_len(s)
         assert_equal(slots, expected_slots(cache.block_table(s), length, 4)[length - t:],
-                     name=f"slots returned by append to sequence {s}",
+                     name=(f"slots returned by append to sequence {s}", f"向序列 {s} 追加时返回的槽位"),
                      mistakes={("slot = block * block_size + position (position not taken modulo block_size)",
                                 "slot = block * block_size + position（position 没有对 block_size 取模）"):
                                torch.tensor(cache.block_table(s))[torch.arange(length - t, length) // 4] * 4
                                + torch.arange(length - t, length)})
     for s in range(3):
         assert_equal(cache.slot_mapping(s), expected_slots(cache.block_table(s), cache.seq_len(s), 4),
-                     name=f"slot_mapping of sequence {s}")
+                     name=(f"slot_mapping of sequence {s}", f"序列 {s} 的 slot_mapping"))
 
 
 @pytest.mark.weight(2)
@@ -83,7 +83,7 @@ def test_append_to_a_forked_partial_block_copies_it_first(impl, gen):
     expect(table1[0] == shared_full, "part04.kv.full_shared_no_copy", got=table1[0], expected=shared_full)
     refs = (cache.ref_count(shared_full), cache.ref_count(shared_partial))
     expect(refs == (2, 1), "part04.kv.ref_counts_after_copy", expected=(2, 1), got=refs)
-    assert_close(cache.gather(0)[0], k0, name="parent's K after the child's append")
+    assert_close(cache.gather(0)[0], k0, name=("parent's K after the child's append", "子序列追加之后父序列的 K"))
     assert_close(cache.gather(1)[0], torch.cat([k0, k1]), name="child's K")
 
 
@@ -167,9 +167,10 @@ def test_append_after_forking_a_sequence_shorter_than_one_block_copies_it(impl, 
     if cache.block_table(who) == [shared] or not torch.equal(got_k[:length], k0):
         raise Mismatch(tr("part04.kv.short_fork_wrote_shared", length=length, writer=tr(f"part04.kv.{writer}"),
                           table=cache.block_table(who), shared=shared, read=got_k.shape[0]), SHORT_FORK)
-    assert_close(got_k, k0, name="K of the sequence that did not append")
-    assert_close(got_v, v0, name="V of the sequence that did not append")
-    assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=f"K of the {writer}")
+    assert_close(got_k, k0, name=("K of the sequence that did not append", "未追加的序列的 K"))
+    assert_close(got_v, v0, name=("V of the sequence that did not append", "未追加的序列的 V"))
+    assert_close(cache.gather(who)[0], torch.cat([k0, k1]), name=(f"K of the {writer}",
+                                                                  f"{tr(f'part04.kv.{writer}')}的 K"))
     refs = [cache.ref_count(b) for b in (shared, cache.block_table(who)[0])]
     expect(refs == [1, 1], "part04.kv.copy_owned_once", got=refs)
     free = cache.num_free_blocks()
@@ -206,7 +207,7 @@ def test_append_that_fits_the_last_block_needs_no_free_block(impl, gen):
     assert check_blocks_needed(cache, 0, 3, 4) == 0  # setup check: the helper checks the answer; 0 is the model's
     k1, v1 = tokens(3, gen)
     append_that_fits(cache, 0, k1, v1, tr("part04.kv.what_last_slots"))
-    assert_close(cache.gather(0)[0], torch.cat([k, k1]), name="K after filling the last block")
+    assert_close(cache.gather(0)[0], torch.cat([k, k1]), name=("K after filling the last block", "填满最后一个块之后的 K"))
     with pytest.raises(MemoryError):
         cache.append(0, *tokens(1, gen))  # the pool is full now
 
@@ -232,7 +233,7 @@ def test_free_returns_only_unshared_blocks(impl, gen):
         raise Mismatch(tr("part04.kv.free_after_parent_freed", got=cache.num_free_blocks()),
                        ("free() returned shared blocks to the free list without looking at reference counts",
                         "free() 不看引用计数就把共享的块放回了空闲列表"))
-    assert_close(cache.gather(1)[0], k, name="the child's K after its parent was freed")
+    assert_close(cache.gather(1)[0], k, name=("the child's K after its parent was freed", "父序列被释放之后子序列的 K"))
     cache.free(1)
     free = cache.num_free_blocks()
     expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
@@ -361,10 +362,11 @@ class CacheMachine(RuleBasedStateMachine):
             expected = -(-k.shape[0] // self.block_size)
             expect(len(table) == expected, "part04.kv.table_len", seq=s, got=len(table), expected=expected)
             assert_equal(self.cache.slot_mapping(s), expected_slots(table, k.shape[0], self.block_size),
-                         name=f"slot_mapping of sequence {s}")
+                         name=(f"slot_mapping of sequence {s}", f"序列 {s} 的 slot_mapping"))
             got_k, got_v = self.cache.gather(s)
-            assert_close(got_k, k, name=f"K of sequence {s} (did another sequence write into a block it shares?)")
-            assert_close(got_v, v, name=f"V of sequence {s}")
+            assert_close(got_k, k, name=(f"K of sequence {s} (did another sequence write into a block it shares?)",
+                                         f"序列 {s} 的 K（是否有别的序列写进了它共享的块？）"))
+            assert_close(got_v, v, name=(f"V of sequence {s}", f"序列 {s} 的 V"))
 
 
 @pytest.mark.weight(3)

@@ -137,7 +137,8 @@ def test_a_hit_leaves_the_lru_order(impl):
         table = c.allocate(2, [5, 6, 7])
     except MemoryError:
         return
-    raise Mismatch(tr("part04.prefix_trace", where="C needs 2 blocks, 1 is free", what="allocate(2, [5, 6, 7])",
+    raise Mismatch(tr("part04.prefix_trace", where=localized(("C needs 2 blocks, 1 is free", "C 需要 2 个块，空闲的只有 1 个")),
+                      what="allocate(2, [5, 6, 7])",
                       got=table, expected="MemoryError"), EVICTED_REFERENCED)
 
 

@@ -80,9 +80,10 @@ def test_every_position_follows_the_target_distribution(impl, gen, seed):
     check_shape_and_prefix(out, n, drafts)
     for i in range(K):
         reached = n >= i
-        assert_draws_follow(out[reached, i], p[i], name=f"tokens at draft position {i + 1} (when reached)",
+        assert_draws_follow(out[reached, i], p[i], name=(f"tokens at draft position {i + 1} (when reached)",
+                                                         f"草稿位置 {i + 1} 处的 token（到达时）"),
                             false_alarm=FALSE_ALARM, mistakes=position_mistakes(p[i], q[i]))
-    assert_draws_follow(out[n == K, K], p[K], name="bonus tokens", false_alarm=FALSE_ALARM)
+    assert_draws_follow(out[n == K, K], p[K], name=("bonus tokens", "额外（bonus）token"), false_alarm=FALSE_ALARM)
 
 
 @pytest.mark.weight(2)
@@ -138,7 +139,7 @@ def test_the_same_seed_gives_the_same_draws_and_another_seed_others(impl, gen, s
     first = m.rejection_sample(*args, seed + OWN_STREAM)
     torch.manual_seed(seed + 99)  # the global RNG must play no part
     again = m.rejection_sample(*args, seed + OWN_STREAM)
-    assert_equal(again[0], first[0], name="output tokens for the same seed")
+    assert_equal(again[0], first[0], name=("output tokens for the same seed", "同一种子下的输出 token"))
     expect(not torch.equal(m.rejection_sample(*args, seed + OWN_STREAM + 1)[0], first[0]), "check.seed_unused",
            name="rejection_sample")
 
@@ -152,9 +153,9 @@ def test_greedy_verify_keeps_the_agreeing_prefix_and_adds_the_target_token(impl,
     if mismatch < 4:
         draft[mismatch] = (target[mismatch] + 1 + torch.randint(10, (), generator=gen)) % 11
     got = impl(MODULE).greedy_verify(draft, logits)
-    assert_equal(got.dtype, torch.int64, name="dtype of the greedy output")
+    assert_equal(got.dtype, torch.int64, name=("dtype of the greedy output", "贪心解码输出的 dtype"))
     assert_equal(got.tolist(), greedy_reference(draft, logits).tolist(),  # lists: a wrong length is diagnosed too
-                 name=f"greedy output (first disagreement at {mismatch})",
+                 name=(f"greedy output (first disagreement at {mismatch})", f"贪心解码的输出（第一处不一致在 {mismatch}）"),
                  mistakes={label: wrong.tolist() for label, wrong in greedy_mistakes(draft, logits).items()})
 
 
@@ -163,14 +164,14 @@ def test_acceptance_rate_and_residual_distribution(impl, gen, shape):
     """Over the last dimension, whatever the leading ones ((..., V) as a draft's (B, K, V))."""
     p, q = spread_probs(*shape, generator=gen).float(), spread_probs(*shape, generator=gen).float()
     m = impl(MODULE)
-    assert_close(m.acceptance_rate(p, q), torch.minimum(p, q).sum(-1), name="acceptance rate",
+    assert_close(m.acceptance_rate(p, q), torch.minimum(p, q).sum(-1), name=("acceptance rate", "接受率"),
                  mistakes={("alpha = sum max(p, q)",
                             "alpha = sum max(p, q)（应为 sum min(p, q)）"): torch.maximum(p, q).sum(-1),
                            ("alpha = TV(p, q) instead of 1 - TV",
                             "alpha = TV(p, q)，而不是 1 - TV"): 1 - torch.minimum(p, q).sum(-1)})
-    assert_close(m.residual_distribution(p, q), residual(p, q).float(), name="residual distribution",
+    assert_close(m.residual_distribution(p, q), residual(p, q).float(), name=("residual distribution", "残差分布"),
                  mistakes=residual_mistakes(p, q))
-    assert_close(m.residual_distribution(p, p), p, name="residual where p == q (must be p)")
+    assert_close(m.residual_distribution(p, p), p, name=("residual where p == q (must be p)", "p == q 时的残差分布（应为 p）"))
 
 
 def test_expected_tokens_per_step_is_the_geometric_sum(impl, gen):

@@ -34,7 +34,8 @@ def test_awq_scales_are_mean_to_the_alpha_normalised_by_the_geometric_middle(imp
     g = torch.Generator().manual_seed(seed)
     x_mean = torch.rand(24, generator=g) * 10
     x_mean[:2] = torch.tensor([0.0, 1e-9])  # dead channels: clamped to 1e-4 before normalising
-    assert_close(impl(MODULE).awq_scales(x_mean, alpha), reference_scales(x_mean, alpha), name=f"s at alpha={alpha}",
+    assert_close(impl(MODULE).awq_scales(x_mean, alpha), reference_scales(x_mean, alpha), name=(f"s at alpha={alpha}",
+                                                                                                f"alpha={alpha} 时的 s"),
                  mistakes={("not normalised by sqrt(max(s) * min(s))", "没有除以 sqrt(max(s)·min(s)) 归一化"):
                            lambda: x_mean.pow(alpha).clamp(min=1e-4)})
 
@@ -45,7 +46,7 @@ def test_awq_scales_are_mean_to_the_alpha_normalised_by_the_geometric_middle(imp
 def test_fake_quantize_is_group_wise_zero_point_quantisation(impl, out, groups, gs, bits, shift, seed):
     w = randn(out, groups * gs, generator=torch.Generator().manual_seed(seed), scale=0.1) + shift
     assert_close(impl(MODULE).fake_quantize(w, bits, gs), reference_fake_quantize(w, bits, gs),
-                 name=f"Q(w), {bits} bits, groups of {gs}",
+                 name=(f"Q(w), {bits} bits, groups of {gs}", f"Q(w)，{bits} 位，每组 {gs} 个"),
                  mistakes={("one scale per row instead of per group", "每行一个 scale，而不是每组一个"):
                            lambda: reference_fake_quantize(w, bits, groups * gs),
                            ("symmetric (absmax) instead of zero-point quantisation", "用了对称量化而不是零点量化"):
@@ -73,8 +74,10 @@ def test_fake_quantize_handles_constant_groups_and_groups_of_one(impl, gen):
     w[1, 4:] = 0.0
     w[2] = -1.0 - torch.rand(8, generator=gen)
     m = impl(MODULE)
-    assert_close(m.fake_quantize(w, 4, 4), reference_fake_quantize(w, 4, 4), name="Q(w) with constant groups")
-    assert_close(m.fake_quantize(w, 4, 1), reference_fake_quantize(w, 4, 1), name="Q(w) with group_size=1")
+    assert_close(m.fake_quantize(w, 4, 4), reference_fake_quantize(w, 4, 4), name=("Q(w) with constant groups",
+                                                                                   "组内为常数时的 Q(w)"))
+    assert_close(m.fake_quantize(w, 4, 1), reference_fake_quantize(w, 4, 1), name=("Q(w) with group_size=1",
+                                                                                   "group_size=1 时的 Q(w)"))
 
 
 def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
@@ -82,13 +85,16 @@ def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
     m = impl(MODULE)
     assert_close(m.fake_quantize(w), reference_fake_quantize(w, 4, 128), name="fake_quantize(w) defaults")
     _, _, errors = m.search_scales(w, x)
-    check_tensor(errors, shape=(20,), dtype=torch.float32, name="search_scales defaults: errors (n_grid = 20,)")
+    check_tensor(errors, shape=(20,), dtype=torch.float32, name=("search_scales defaults: errors (n_grid = 20,)",
+                                                                 "search_scales 默认参数：errors (n_grid = 20,)"))
     assert_close(errors, reference_search(w, x, 4, 128, 20)[2], rtol=ERROR_RTOL, atol=0.0,
-                 name="search_scales defaults: errors (4 bits, groups of 128)")
+                 name=("search_scales defaults: errors (4 bits, groups of 128)",
+                       "search_scales 默认参数：errors（4 位，每组 128 个）"))
     q, scale, zero, s = m.awq_quantize(w, x)
     eq, escale, ezero = reference_group_codes(w * s, 4, 128)
-    assert_equal(q, eq, name="awq_quantize defaults: codes (4 bits, groups of 128)")
-    assert_close(scale, escale, name="awq_quantize defaults: scales (4, 2)")
+    assert_equal(q, eq, name=("awq_quantize defaults: codes (4 bits, groups of 128)",
+                              "awq_quantize 默认参数：编码（4 位，每组 128 个）"))
+    assert_close(scale, escale, name=("awq_quantize defaults: scales (4, 2)", "awq_quantize 默认参数：scales (4, 2)"))
     _check_chosen_s(s, w, x, 4, 128, 20, "awq_quantize defaults: s (grid of 20)")
 
 
@@ -97,7 +103,7 @@ def _check_search(got, w, x, bits, gs, n_grid):
     check_tensor(errors, shape=(n_grid,), dtype=torch.float32, name="errors (n_grid,)")
     check_tensor(s, shape=(w.shape[1],), dtype=torch.float32, name="s (in,)")
     ref_s, _, ref_errors = reference_search(w, x, bits, gs, n_grid)
-    assert_close(errors, ref_errors, rtol=ERROR_RTOL, atol=0.0, name="output error at each grid point",
+    assert_close(errors, ref_errors, rtol=ERROR_RTOL, atol=0.0, name=("output error at each grid point", "每个网格点处的输出误差"),
                  mistakes=search_mistakes(w, x, bits, gs, n_grid, "errors"))
     if not isinstance(alpha, float) or int(round(alpha * n_grid)) not in range(n_grid) \
             or abs(alpha * n_grid - round(alpha * n_grid)) > 1e-9:
@@ -107,7 +113,8 @@ def _check_search(got, w, x, bits, gs, n_grid):
     if i != first_min:
         raise Mismatch(tr("part05.awq.not_first_minimum", alpha=alpha, i=i, error=f"{float(errors[i]):.6g}",
                           first=first_min, best=f"{float(errors[first_min]):.6g}"))
-    assert_close(s, reference_scales(reference_stats(x), alpha), name=f"s of the chosen alpha = {alpha}",
+    assert_close(s, reference_scales(reference_stats(x), alpha), name=(f"s of the chosen alpha = {alpha}",
+                                                                       f"选中的 alpha = {alpha} 对应的 s"),
                  mistakes=search_mistakes(w, x, bits, gs, n_grid, "s"))
     return s, alpha, errors
 
@@ -143,7 +150,7 @@ def test_grid_point_zero_is_round_to_nearest(impl, gen):
     check_tensor(errors, shape=(8,), dtype=torch.float32, name="errors (8,)")
     rtn = output_error(w, reference_fake_quantize(w, 4, 16), x)
     assert_close(errors[:1], torch.tensor([rtn], dtype=torch.float32), rtol=ERROR_RTOL, atol=0.0,
-                 name="error at alpha = 0 (round-to-nearest)")
+                 name=("error at alpha = 0 (round-to-nearest)", "alpha = 0 时的误差（就近舍入）"))
 
 
 def test_equal_errors_keep_the_first_grid_point(impl, gen):
@@ -154,7 +161,7 @@ def test_equal_errors_keep_the_first_grid_point(impl, gen):
     if alpha != 0.0:
         raise Mismatch(tr("part05.awq.tie_not_first", got=repr(alpha)),
                        ("the last minimum was kept (<= instead of <)", "保留了最后一个最小值（用了 <= 而不是 <）"))
-    assert_close(s, torch.ones(32), name="s (all ones)")
+    assert_close(s, torch.ones(32), name=("s (all ones)", "s（全为 1）"))
 
 
 @pytest.mark.weight(2)
@@ -168,11 +175,12 @@ def test_fold_scales_divides_the_previous_op_and_leaves_the_output_unchanged(imp
     prev_b = randn(cin, generator=gen) if bias else None
     new_prev, new_bias, new_w = impl(MODULE).fold_scales(prev_w, w, s, prev_b)
     ref_prev, ref_bias, ref_w = reference_fold(prev_w, w, s, prev_b)
-    assert_close(new_prev, ref_prev, name=f"previous op's weight ({prev})", mistakes=fold_mistakes(prev_w, s))
-    assert_close(new_w, ref_w, name="layer weight * s",
+    assert_close(new_prev, ref_prev, name=(f"previous op's weight ({prev})",
+                                           f"前一个算子的权重（{prev}）"), mistakes=fold_mistakes(prev_w, s))
+    assert_close(new_w, ref_w, name=("layer weight * s", "该层权重 * s"),
                  mistakes={DIVIDED_WEIGHT: lambda: w / s})
     if bias:
-        assert_close(check_tensor(new_bias, name="previous bias"), ref_bias, name="previous bias / s")
+        assert_close(check_tensor(new_bias, name=("previous bias", "前一个 bias")), ref_bias, name=("previous bias / s", "前一个 bias / s"))
     elif new_bias is not None:
         raise Mismatch(tr("part05.awq.bias_not_none", got=type(new_bias).__name__))
     h = randn(5, cin if prev == "norm" else 16, generator=gen)
@@ -180,7 +188,7 @@ def test_fold_scales_divides_the_previous_op_and_leaves_the_output_unchanged(imp
     x_new = h * new_prev if prev == "norm" else h @ new_prev.T
     if bias:
         x, x_new = x + prev_b, x_new + new_bias
-    assert_close(x_new @ new_w.T, x @ w.T, name="layer output after folding", reduction=cin)
+    assert_close(x_new @ new_w.T, x @ w.T, name=("layer output after folding", "折叠后该层的输出"), reduction=cin)
 
 
 @pytest.mark.weight(3)
@@ -192,9 +200,9 @@ def test_awq_quantize_codes_are_the_groups_of_w_times_s(impl, gs, bits, seed):
     q, scale, zero, s = m.awq_quantize(w, x, bits, gs, 10)
     _check_chosen_s(s, w, x, bits, gs, 10, "s (the search's best factors)")
     eq, escale, ezero = reference_group_codes(w * s, bits, gs)   # replayed on the answer's own s
-    assert_close(scale, escale, name="group scales of w * s")
-    assert_equal(zero, ezero, name="zero points (int32)")
-    assert_equal(q, eq, name=f"uint{bits} codes of w * s",
+    assert_close(scale, escale, name=("group scales of w * s", "w * s 的分组 scales"))
+    assert_equal(zero, ezero, name=("zero points (int32)", "零点（int32）"))
+    assert_equal(q, eq, name=(f"uint{bits} codes of w * s", f"w * s 的 uint{bits} 编码"),
                  mistakes={DIVIDED_WEIGHT: lambda: reference_group_codes(w / s, bits, gs)[0],
                            ("the codes are of w, not of w * s", "量化的是 w 而不是 w·s"):
                            lambda: reference_group_codes(w, bits, gs)[0]})

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part05_quantization.gptq"
@@ -120,6 +120,7 @@ def codes_diagnosis(got, mistakes, budget=FLIP_BUDGET):
 
 def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET):
     """uint8 codes equal up to ``budget`` of flipped entries; names the known mistake otherwise."""
+    name = localized(name)
     check_tensor(got, shape=tuple(expected.shape), dtype=torch.uint8, name=name)
     differ = (got.int() - expected.int()).ne(0).float().mean().item()
     if differ <= budget:
@@ -130,6 +131,7 @@ def assert_codes_close(got, expected, *, name, mistakes=None, budget=FLIP_BUDGET
 
 def assert_codes_replay(got, w, x, *, bits, gs, act_order, percdamp, sym, mistakes=None, name="codes"):
     """Every code is GPTQ's rounding of the value fed forward to it, replayed with the answer's own codes."""
+    name = localized(name)
     *_, dist, values = reference_gptq(w, x, bits, gs, act_order, percdamp, sym, follow_codes=got, distances=True)
     off = dist > 0.5 + REPLAY_SLACK
     if not off.any():
@@ -143,14 +145,14 @@ def assert_codes_replay(got, w, x, *, bits, gs, act_order, percdamp, sym, mistak
 def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percdamp=0.01, sym=True):
     codes, scales, zeros, g_idx = got
     e_codes, e_scales, e_zeros, e_gidx = reference_gptq(w, x, bits, gs, act_order, percdamp, sym)
-    assert_equal(g_idx, e_gidx, name="g_idx (group of each original column)",
+    assert_equal(g_idx, e_gidx, name=("g_idx (group of each original column)", "g_idx（每个原始列所在的组）"),
                  mistakes={("g_idx not permuted back to the original column order", "g_idx 没有置换回原始列顺序"):
                            torch.arange(w.shape[1]) // (w.shape[1] if gs == -1 else gs)})
     check_tensor(scales, shape=tuple(e_scales.shape), dtype=torch.float32, name="scales")
     check_tensor(codes, shape=tuple(e_codes.shape), dtype=torch.uint8, name="codes")
     assert_codes_replay(codes, w, x, bits=bits, gs=gs, act_order=act_order, percdamp=percdamp, sym=sym,
                         mistakes=gptq_mistakes(w, x, bits, gs, act_order, sym))
-    check_tensor(zeros, shape=tuple(e_zeros.shape), dtype=torch.int32, name="zero points")
+    check_tensor(zeros, shape=tuple(e_zeros.shape), dtype=torch.int32, name=("zero points", "零点"))
     # The layer's output error equals the reference's up to the few allowed flips.
     err = torch.linalg.norm(x @ (w - dequant(codes, scales, zeros, g_idx)).T)
     e_err = torch.linalg.norm(x @ (w - dequant(e_codes, e_scales, e_zeros, e_gidx)).T)
@@ -284,7 +286,7 @@ def test_each_group_has_its_own_scale(impl, gen):
     # flips (fp32 rounding order, see FLIP_BUDGET) moves later groups' scales by up to a grid step of the
     # flipped column. Replayed with the answer's own codes, the reference's scales depend on fp32 rounding alone.
     e = reference_gptq(w, x, 4, 16, follow_codes=check_tensor(got[0], shape=(8, 64), dtype=torch.uint8, name="codes"))
-    assert_close(scales, e[1], name="group scales", rtol=GROUP_SCALE_RTOL, atol=0.0,
+    assert_close(scales, e[1], name=("group scales", "分组 scales"), rtol=GROUP_SCALE_RTOL, atol=0.0,
                  mistakes={("group scale from the whole row instead of per group", "组的 scale 取自整行，而不是每组各自计算"):
                            lambda: ref_params(w, 4, True)[0][:, None].expand(8, 4)})
     check_against_reference(got, w, x, gs=16)
@@ -320,7 +322,7 @@ def test_rtn_matches_reference(impl, gen, out, G, bits, sym):
     codes, scales, zeros, g_idx = impl(MODULE).quantize_rtn(w, bits=bits, group_size=gs, sym=sym)
     e = reference_gptq(w, torch.eye(8 * G), bits, gs, sym=sym, feedback=False)
     assert_close(scales, e[1], name="RTN scales")
-    assert_equal(zeros, e[2], name="RTN zero points")
+    assert_equal(zeros, e[2], name=("RTN zero points", "RTN 零点"))
     assert_equal(codes, e[0], name="RTN codes")
     assert_equal(g_idx, e[3], name="RTN g_idx")
 
@@ -335,7 +337,8 @@ def test_dequantize_gptq_gathers_through_g_idx(impl, out, G, seed):
     g_idx = (torch.arange(cols) // 4)[torch.randperm(cols, generator=g)]
     expected = torch.stack([(codes[:, j].float() - zeros[:, g_idx[j]].float()) * scales[:, g_idx[j]]
                             for j in range(cols)], 1)
-    assert_close(impl(MODULE).dequantize_gptq(codes, scales, zeros, g_idx), expected, name="dequantised weight",
+    assert_close(impl(MODULE).dequantize_gptq(codes, scales, zeros, g_idx), expected, name=("dequantised weight",
+                                                                                            "反量化后的权重"),
                  mistakes={("groups taken as consecutive columns, ignoring g_idx", "把组当成连续的列，忽略了 g_idx"):
                            lambda: dequant(codes, scales, zeros, torch.arange(cols) // 4)})
 
@@ -383,9 +386,11 @@ def test_asymmetric_groups_that_are_all_zero_or_one_signed(impl, gen, bits):
     m = impl(MODULE)
     codes, scales, zeros, g_idx = m.quantize_rtn(w, bits=bits, group_size=8, sym=False)
     e = reference_gptq(w, torch.eye(w.shape[1]), bits, 8, sym=False, feedback=False)
-    assert_close(scales, e[1], name="RTN scales of the groups (all zero, all positive, all negative, mixed)",
+    assert_close(scales, e[1], name=("RTN scales of the groups (all zero, all positive, all negative, mixed)",
+                                     "各组的 RTN scales（全零、全正、全负、混合）"),
                  mistakes=asym_params_mistakes(w, bits, 8))
-    assert_equal(zeros, e[2], name="RTN zero points of the groups (all zero, all positive, all negative, mixed)")
+    assert_equal(zeros, e[2], name=("RTN zero points of the groups (all zero, all positive, all negative, mixed)",
+                                    "各组的 RTN 零点（全零、全正、全负、混合）"))
     assert_equal(codes, e[0], name="RTN codes")
     x = correlated_inputs(gen, 64, w.shape[1])
     got = m.gptq_quantize(w, x, bits=bits, group_size=8, block_size=8, sym=False)
@@ -418,17 +423,18 @@ def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
                        "or one not dividing the input dimension is refused",
                         "group_size=1（每组一列）是合法的：只有 group_size <= 0（-1 除外）或不能整除输入维度时才拒绝")) from None
     e = reference_gptq(w, torch.eye(16), 4, 1, sym=False, feedback=False)
-    assert_close(rtn[1], e[1], name="RTN scales with group_size=1")
-    assert_equal(rtn[0], e[0], name="RTN codes with group_size=1")
+    assert_close(rtn[1], e[1], name=("RTN scales with group_size=1", "group_size=1 时的 RTN scales"))
+    assert_equal(rtn[0], e[0], name=("RTN codes with group_size=1", "group_size=1 时的 RTN 编码"))
     assert_close(rtn_sym[1], reference_gptq(w, torch.eye(16), 4, 1, feedback=False)[1],
-                 name="symmetric RTN scales with group_size=1")
+                 name=("symmetric RTN scales with group_size=1", "group_size=1 时对称 RTN 的 scales"))
     codes, scales, zeros, g_idx = got
     e_codes, e_scales, _, e_gidx = reference_gptq(w, x, 4, 1, sym=False)
-    assert_equal(g_idx, e_gidx, name="GPTQ g_idx with group_size=1")
-    assert_codes_close(codes, e_codes, name="GPTQ codes with group_size=1")
+    assert_equal(g_idx, e_gidx, name=("GPTQ g_idx with group_size=1", "group_size=1 时 GPTQ 的 g_idx"))
+    assert_codes_close(codes, e_codes, name=("GPTQ codes with group_size=1", "group_size=1 时的 GPTQ 编码"))
     # One asymmetric column per group is lossless (each weight lands on code 0 or 15), so the
     # error feedback has nothing to pass on: the dequantised weight is the weight.
-    assert_close(dequant(codes, scales, zeros, g_idx), w, name="GPTQ dequantised weight with group_size=1 (lossless)")
+    assert_close(dequant(codes, scales, zeros, g_idx), w, name=("GPTQ dequantised weight with group_size=1 (lossless)",
+                                                                "group_size=1 时 GPTQ 反量化后的权重（无损）"))
 
 
 @pytest.mark.weight(2)
@@ -451,5 +457,6 @@ def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
                            (f"the default bits is not 4 (codes up to {int(codes.max())} need "
                            f"{int(codes.max()).bit_length()} bits)",
                             f"默认 bits 不是 4（编码最大到 {int(codes.max())}，需要 {int(codes.max()).bit_length()} 位）"))
-        assert_equal(zeros, torch.full((4, 1), 8, dtype=torch.int32), name=f"{name}: zero points (symmetric: 8)")
+        assert_equal(zeros, torch.full((4, 1), 8, dtype=torch.int32), name=(f"{name}: zero points (symmetric: 8)",
+                                                                            f"{name}：零点（对称：8）"))
     check_against_reference(m.gptq_quantize(w, x), w, x)

@@ -37,8 +37,10 @@ def test_quantize_kv_matches_reference(impl, fmt, axis, B, H, T, D, dtype, magni
     q, scale = impl(MODULE).quantize_kv(t, fmt, axis)
     eq, escale = reference_quantize_kv(t, fmt, axis)
     _check_scale_shape(scale, t, axis)
-    assert_close(scale, escale, name=f"{fmt} scales per {axis}", mistakes=quantize_mistakes(t, fmt, axis, "scale"))
-    assert_equal(q, eq, name=f"{fmt} codes per {axis}", mistakes=quantize_mistakes(t, fmt, axis, "q"))
+    assert_close(scale, escale, name=(f"{fmt} scales per {axis}",
+                                      f"按 {axis} 的 {fmt} scales"), mistakes=quantize_mistakes(t, fmt, axis, "scale"))
+    assert_equal(q, eq, name=(f"{fmt} codes per {axis}",
+                              f"按 {axis} 的 {fmt} 编码"), mistakes=quantize_mistakes(t, fmt, axis, "q"))
 
 
 @pytest.mark.weight(2)
@@ -79,7 +81,7 @@ def test_an_all_zero_group_gets_scale_one(impl):
     for fmt in FMTS:
         q, scale = impl(MODULE).quantize_kv(t, fmt, "token")
         eq, escale = reference_quantize_kv(t, fmt, "token")
-        assert_close(scale, escale, name=f"{fmt} scales (1 for the zero tokens)")
+        assert_close(scale, escale, name=(f"{fmt} scales (1 for the zero tokens)", f"{fmt} scales（全零 token 处为 1）"))
         assert_equal(q, eq, name=f"{fmt} codes")
 
 
@@ -101,7 +103,8 @@ def test_attention_runs_over_the_dequantised_cache(impl, fmt, k_axis, v_axis, Tq
     k_hat = reference_dequantize(*reference_quantize_kv(k, fmt, k_axis))
     v_hat = reference_dequantize(*reference_quantize_kv(v, fmt, v_axis))
     assert_close(impl(MODULE).attention_with_quantized_kv(q, k, v, fmt, k_axis, v_axis),
-                 reference_attention(q, k_hat, v_hat).float(), name=f"attention over the {fmt} cache",
+                 reference_attention(q, k_hat, v_hat).float(), name=(f"attention over the {fmt} cache",
+                                                                     f"在 {fmt} cache 上的注意力"),
                  mistakes=attention_mistakes(q, k, v, fmt, k_axis, v_axis))
 
 
@@ -111,7 +114,7 @@ def test_attention_error_stays_within_the_bound_derived_from_the_scales(impl, ge
     q, v = randn(1, 2, 3, 16, generator=gen), randn(1, 2, 20, 16, generator=gen)
     k = outlier_keys(gen, T=20)
     out = impl(MODULE).attention_with_quantized_kv(q, k, v, fmt)
-    out = check_tensor(out, shape=(1, 2, 3, 16), dtype=torch.float32, name="attention output")
+    out = check_tensor(out, shape=(1, 2, 3, 16), dtype=torch.float32, name=("attention output", "注意力输出"))
     dk = round_trip_bound(k, reference_quantize_kv(k, fmt, "channel")[1], fmt)
     dv = round_trip_bound(v, reference_quantize_kv(v, fmt, "token")[1], fmt)
     # the derived bound, plus fp32 rounding of the attention itself

@@ -26,7 +26,8 @@ def test_absmax_matches_reference(impl, out, groups, gs, bits, granularity, dtyp
     eq, escale = reference_absmax(w, bits, granularity, gs)
     check_scale_shape(scale, escale.shape, w, granularity)
     assert_close(scale, escale, name=f"{granularity} scales", mistakes=scale_mistakes(w, bits, granularity, gs))
-    assert_equal(q, eq, name=f"int{bits} codes ({granularity})", mistakes=absmax_mistakes(w, bits, granularity, gs))
+    assert_equal(q, eq, name=(f"int{bits} codes ({granularity})",
+                              f"int{bits} 编码（{granularity}）"), mistakes=absmax_mistakes(w, bits, granularity, gs))
 
 
 @pytest.mark.weight(2)
@@ -36,8 +37,9 @@ def test_absmax_rounds_half_to_even(impl, gen):
     w = torch.cat([torch.full((4, 1), 127.0), halves.repeat(4, 1)], dim=1) * 0.125
     q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
     eq, escale = reference_absmax(w, 8, "channel", 0)
-    assert_close(scale, escale, name="scales (exactly 1/8)")
-    assert_equal(q, eq, name="int8 codes of exact ties", mistakes=absmax_mistakes(w, 8, "channel", 0))
+    assert_close(scale, escale, name=("scales (exactly 1/8)", "scales（恰为 1/8）"))
+    assert_equal(q, eq, name=("int8 codes of exact ties",
+                              "恰在中点（tie）处的 int8 编码"), mistakes=absmax_mistakes(w, 8, "channel", 0))
 
 
 @pytest.mark.weight(2)
@@ -47,7 +49,7 @@ def test_absmax_per_channel_is_one_scale_per_output_row(impl, gen):
     q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="channel")
     eq, escale = reference_absmax(w, 8, "channel")
     check_scale_shape(scale, (6, 1), w, "channel")
-    assert_close(scale, escale, name="per-channel scales", mistakes=scale_mistakes(w, 8, "channel", 0))
+    assert_close(scale, escale, name=("per-channel scales", "逐通道的 scales"), mistakes=scale_mistakes(w, 8, "channel", 0))
     assert_equal(q, eq, name="int8 codes", mistakes=absmax_mistakes(w, 8, "channel", 0))
 
 
@@ -59,7 +61,7 @@ def test_absmax_scale_comes_from_the_largest_magnitude(impl, gen):
     m = impl(MODULE)
     q, scale = m.absmax_quantize(w, bits=4, granularity="group", group_size=8)
     eq, escale = reference_absmax(w, 4, "group", 8)
-    assert_close(scale, escale, name="group scales", mistakes=scale_mistakes(w, 4, "group", 8))
+    assert_close(scale, escale, name=("group scales", "分组 scales"), mistakes=scale_mistakes(w, 4, "group", 8))
     assert_equal(q, eq, name="int4 codes", mistakes=absmax_mistakes(w, 4, "group", 8))
 
 
@@ -68,7 +70,7 @@ def test_absmax_all_zero_group_gets_unit_scale_and_zero_codes(impl):
     w[1, 4:] = torch.tensor([1.0, -2.0, 0.5, 3.0])
     q, scale = impl(MODULE).absmax_quantize(w, bits=8, granularity="group", group_size=4)
     eq, escale = reference_absmax(w, 8, "group", 4)
-    assert_close(scale, escale, name="scales (1 for all-zero groups)")
+    assert_close(scale, escale, name=("scales (1 for all-zero groups)", "scales（全零的组为 1）"))
     assert_equal(q, eq, name="codes")
 
 
@@ -85,9 +87,10 @@ def test_zeropoint_matches_reference(impl, out, groups, gs, bits, granularity, s
     eq, escale, ezero = reference_zeropoint(w, bits, granularity, gs)
     check_scale_shape(scale, escale.shape, w, granularity)
     assert_close(scale, escale, name="scales", mistakes=zeropoint_mistakes(w, bits, granularity, gs, "scale"))
-    assert_equal(zero, ezero, name="zero points (int32)",
+    assert_equal(zero, ezero, name=("zero points (int32)", "零点（int32）"),
                  mistakes=zeropoint_mistakes(w, bits, granularity, gs, "zero"))
-    assert_equal(q, eq, name=f"uint{bits} codes", mistakes=zeropoint_mistakes(w, bits, granularity, gs, "q"))
+    assert_equal(q, eq, name=(f"uint{bits} codes",
+                              f"uint{bits} 编码"), mistakes=zeropoint_mistakes(w, bits, granularity, gs, "q"))
 
 
 @pytest.mark.weight(2)
@@ -98,7 +101,7 @@ def test_zeropoint_is_clamped_for_one_signed_groups(impl, gen):
     w[2, :8] = -w[2, :8]
     q, scale, zero = impl(MODULE).zeropoint_quantize(w, bits=4, granularity="group", group_size=8)
     eq, escale, ezero = reference_zeropoint(w, 4, "group", 8)
-    assert_equal(zero, ezero, name="zero points", mistakes=zeropoint_mistakes(w, 4, "group", 8, "zero"))
+    assert_equal(zero, ezero, name=("zero points", "零点"), mistakes=zeropoint_mistakes(w, 4, "group", 8, "zero"))
     assert_equal(q, eq, name="uint4 codes", mistakes=zeropoint_mistakes(w, 4, "group", 8, "q"))
 
 
@@ -123,7 +126,7 @@ def test_dequantize_uses_each_columns_group(impl, out, G, gs, per_row, asym, see
             expected[r, j] = (int(q[r, j]) - z) * scale[r % R, j // gs]
     wrong_groups = (q.float() - (0 if zero is None else zero.float().repeat_interleave(gs, 1))) \
         * scale.repeat(1, gs) if G > 1 else None
-    assert_close(impl(MODULE).dequantize(q, scale, zero), expected, name="dequantised weight",
+    assert_close(impl(MODULE).dequantize(q, scale, zero), expected, name=("dequantised weight", "反量化后的权重"),
                  mistakes={("groups interleaved (column j in group j % G) instead of consecutive",
                             "组是交错的（第 j 列属于组 j % G），而不是连续的"):
                            lambda: wrong_groups})
@@ -143,10 +146,10 @@ def test_pack_int4_low_nibble_first_and_round_trips(impl, shape, half, seed):
     swapped = codes[..., 1::2] | (codes[..., 0::2] << 4)
     m = impl(MODULE)
     packed = m.pack_int4(codes)
-    assert_equal(packed, expected, name="packed bytes",
+    assert_equal(packed, expected, name=("packed bytes", "打包后的字节"),
                  mistakes={("nibble order swapped: the first code went to the high nibble",
                             "4 位码字的顺序反了：第一个码字放进了高 4 位"): swapped})
-    assert_equal(m.unpack_int4(expected), codes, name="unpacked codes",
+    assert_equal(m.unpack_int4(expected), codes, name=("unpacked codes", "解包后的编码"),
                  mistakes={("nibble order swapped: the high nibble was read as the first code",
                             "4 位码字的顺序反了：把高 4 位读成了第一个码字"):
                            torch.stack((expected >> 4, expected & 0xF), -1).reshape(codes.shape)})
@@ -170,7 +173,7 @@ def test_fp8_dynamic_scaling_matches_reference(impl, fmt, dtype, rows, magnitude
     x = randn(rows, 24, dtype=dtype, generator=g, scale=magnitude)
     x8, scale = impl(MODULE).fp8_quantize(x, fmt)
     e8, escale = reference_fp8(x, fmt)
-    assert_close(scale, escale.reshape(()), name="dynamic fp8 scale")
+    assert_close(scale, escale.reshape(()), name=("dynamic fp8 scale", "动态 fp8 scale"))
     assert_close(x8, e8, name=f"{fmt} values")
 
 
@@ -184,14 +187,14 @@ def test_fp8_static_scale_saturates_out_of_range_values(impl, gen, fmt):
     scale = x[1:].abs().max() / fmax
     x8, got_scale = impl(MODULE).fp8_quantize(x, fmt, scale=scale)
     e8, _ = reference_fp8(x, fmt, scale)
-    assert_close(got_scale, scale.reshape(()), name="the static scale, returned unchanged")
-    assert_close(x8, e8, name=f"{fmt} values with saturation",
+    assert_close(got_scale, scale.reshape(()), name=("the static scale, returned unchanged", "静态 scale，原样返回"))
+    assert_close(x8, e8, name=(f"{fmt} values with saturation", f"饱和处理后的 {fmt} 值"),
                  mistakes={NO_SATURATION: reference_fp8(x, fmt, scale, saturate=False)[0]})
 
 
 def test_fp8_of_all_zeros_has_unit_scale(impl):
     x8, scale = impl(MODULE).fp8_quantize(torch.zeros(3, 5), "e4m3")
-    assert_close(scale, torch.tensor(1.0), name="scale of an all-zero tensor")
+    assert_close(scale, torch.tensor(1.0), name=("scale of an all-zero tensor", "全零张量的 scale"))
     assert_close(x8, torch.zeros(3, 5, dtype=torch.float8_e4m3fn), name="fp8 zeros")
 
 

@@ -31,7 +31,8 @@ def test_smooth_scales_follow_the_formula(impl, square, alpha, seed):
     weight = randn(cin if square else 6, cin, generator=g, scale=0.1)
     act = torch.rand(cin, generator=g) * 30 + 0.01
     assert_close(impl(MODULE).smooth_scales(act, weight, alpha), reference_smooth_scales(act, weight, alpha),
-                 name=f"s at alpha = {alpha}", rtol=1e-4,  # pow of fp32 values: a few ulps more than one op
+                 name=(f"s at alpha = {alpha}",
+                       f"alpha = {alpha} 时的 s"), rtol=1e-4,  # pow of fp32 values: a few ulps more than one op
                  mistakes=smooth_scale_mistakes(act, weight, alpha))
 
 
@@ -41,7 +42,8 @@ def test_smooth_scales_clamp_zero_weight_columns_and_dead_channels(impl, gen):
     weight = randn(4, 8, generator=gen)
     weight[:, 5] = 0.0                         # a zero column: max|W_j| clamped to 1e-5
     got = impl(MODULE).smooth_scales(act, weight, 0.5)
-    assert_close(got, reference_smooth_scales(act, weight, 0.5), name="s with a zero column and a dead channel",
+    assert_close(got, reference_smooth_scales(act, weight, 0.5), name=("s with a zero column and a dead channel",
+                                                                       "含全零列和死通道时的 s"),
                  rtol=1e-4, atol=0.0,  # every s is >= 1e-5: relative only, so the dead channel's 1e-5 counts
                  mistakes={NO_CLAMP: lambda: reference_smooth_scales(act, weight, 0.5, clamp=False)})
 
@@ -50,13 +52,15 @@ def test_defaults_are_alpha_one_half_per_token_activations_per_tensor_weights(im
     x, w = outlier_activations(gen, n=8, cin=16, out=6)
     act = reference_absmax(x)
     m = impl(MODULE)
-    assert_close(m.smooth_scales(act, w), reference_smooth_scales(act, w, 0.5), name="smooth_scales default alpha 0.5",
+    assert_close(m.smooth_scales(act, w), reference_smooth_scales(act, w, 0.5), name=("smooth_scales default alpha 0.5",
+                                                                                      "smooth_scales 默认 alpha 0.5"),
                  rtol=1e-4)
     assert_close(m.w8a8_linear(x, w), reference_w8a8(x, w, True, False), reduction=16,
-                 name="w8a8_linear defaults (per token, per-tensor weight)")
+                 name=("w8a8_linear defaults (per token, per-tensor weight)", "w8a8_linear 默认参数（逐 token，权重逐张量）"))
     s = m.smooth_scales(act, w, 0.5)
     assert_close(m.smoothquant_linear(x, w, act), reference_w8a8(x / s, w * s, True, False), reduction=16,
-                 name="smoothquant_linear defaults (alpha 0.5, per token, per-tensor weight)")
+                 name=("smoothquant_linear defaults (alpha 0.5, per token, per-tensor weight)",
+                       "smoothquant_linear 默认参数（alpha 0.5，逐 token，权重逐张量）"))
 
 
 @pytest.mark.weight(2)
@@ -82,13 +86,15 @@ def test_fake_quant_int8_is_symmetric_127_per_row_or_per_tensor(impl, rows, cols
     wrong = {PER_TOKEN_WRONG_AXIS: lambda: reference_fake_quant(t, False, per_column=True)} if per_row else {}
     wrong[("per row and per tensor confused", "按行与整张量混淆了")] = lambda: reference_fake_quant(t, not per_row)
     assert_close(impl(MODULE).fake_quant_int8(t, per_row), reference_fake_quant(t, per_row),
-                 name=f"int8 fake quant ({'per row' if per_row else 'per tensor'})", mistakes=wrong)
+                 name=(f"int8 fake quant ({'per row' if per_row else 'per tensor'})",
+                       f"int8 伪量化（{'逐行' if per_row else '逐张量'}）"), mistakes=wrong)
 
 
 def test_fake_quant_int8_of_a_zero_row_is_zero(impl):
     t = torch.zeros(3, 4)
     t[1] = torch.tensor([1.0, -2.0, 0.5, 3.0])
-    assert_close(impl(MODULE).fake_quant_int8(t, True), reference_fake_quant(t, True), name="rows with a zero row")
+    assert_close(impl(MODULE).fake_quant_int8(t, True), reference_fake_quant(t, True), name=("rows with a zero row",
+                                                                                             "含全零行时的各行"))
 
 
 @pytest.mark.weight(2)

@@ -42,14 +42,14 @@ def test_scales_in_half_precision_and_uint8_zero_points(impl, gen):
     s = seeded(gen)
     qweight, scales, zeros = random_w4(20, 64, 16, s, scale_dtype=torch.float16, zero_dtype=torch.uint8)
     check(impl, random_activations(3, 64, s + 1, torch.float16), qweight, scales, zeros, 16,
-          name="y with fp16 scales and uint8 zeros")
+          name=("y with fp16 scales and uint8 zeros", "fp16 scales 和 uint8 零点下的 y"))
 
 
 @pytest.mark.weight(2)
 def test_follows_the_strides_of_a_transposed_activation(impl, gen):
     s = seeded(gen)
     x = random_activations(64, 5, s).t()  # (5, 64), column-major
-    check(impl, x, *random_w4(12, 64, 32, s + 1), 32, name="y from a transposed x")
+    check(impl, x, *random_w4(12, 64, 32, s + 1), 32, name=("y from a transposed x", "由转置的 x 得到的 y"))
 
 
 @pytest.mark.weight(2)
@@ -60,15 +60,18 @@ def test_quant_basics_weights_reproduce_the_layer(impl, gen):
     codes = codes.to(torch.uint8)
     qweight = codes[:, 0::2] | (codes[:, 1::2] << 4)
     x = randn(2, 64, generator=gen)
-    check(impl, x, qweight, scale, zero.to(torch.int32), 32, name="y of a quant_basics-quantised layer")
-    assert_close(dequantized(qweight, scale, zero, 32), w, name="dequantised weight (sanity of the setup)",
+    check(impl, x, qweight, scale, zero.to(torch.int32), 32, name=("y of a quant_basics-quantised layer",
+                                                                   "由 quant_basics 量化的层得到的 y"))
+    assert_close(dequantized(qweight, scale, zero, 32), w, name=("dequantised weight (sanity of the setup)",
+                                                                 "反量化后的权重（测试设置的自检）"),
                  atol=float(scale.max()) / 2 + 1e-6, rtol=0.0)  # round to nearest: within half a step
 
 
 @pytest.mark.weight(2)
 def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
     s = seeded(gen)
-    check(impl, random_activations(2, 32, s), *random_w4(8, 32, 1, s + 1), 1, name="y with one-column groups")
+    check(impl, random_activations(2, 32, s), *random_w4(8, 32, 1, s + 1), 1, name=("y with one-column groups",
+                                                                                    "每组一列时的 y"))
 
 
 BAD_INPUTS = ["odd_k", "group_does_not_divide", "group_size_zero", "scales_transposed", "int32_qweight", "x_3d",

@@ -70,7 +70,7 @@ def test_sequence_logps_match_token_by_token_reference(impl, B, T, V, average, s
     logits, ids, mask = random_batch(g, B, T, V)
     expected = reference_sequence_logps(logits, ids, mask, average)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
-    assert_close(got, expected, name="sequence log-probs",
+    assert_close(got, expected, name=("sequence log-probs", "序列的 log-prob"),
                  mistakes=logps_mistakes(logits, ids, mask, average))
 
 
@@ -85,7 +85,7 @@ def test_sequence_logps_ignore_prompt_and_padding(impl, gen):
     mask[2, 14:15] = True
     expected = reference_sequence_logps(logits, ids, mask)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask)
-    assert_close(got, expected, name="sequence log-probs",
+    assert_close(got, expected, name=("sequence log-probs", "序列的 log-prob"),
                  mistakes=logps_mistakes(logits, ids, mask))
 
 
@@ -93,7 +93,7 @@ def test_sequence_logps_of_half_precision_logits_are_fp32(impl, gen):
     logits, ids, mask = random_batch(gen, 2, 10, 50, dtype=torch.bfloat16)
     expected = reference_sequence_logps(logits, ids, mask)  # from the inputs as they were before the call
     got = impl(MODULE).sequence_logps(logits, ids, mask)
-    assert_close(got, expected, name="sequence log-probs of bf16 logits",
+    assert_close(got, expected, name=("sequence log-probs of bf16 logits", "bf16 logits 的序列 log-prob"),
                  mistakes=logps_mistakes(logits, ids, mask))
 
 
@@ -103,7 +103,8 @@ def test_sequence_logps_without_response_tokens_is_zero(impl, gen):
     for average in (False, True):
         expected = torch.zeros(2)  # from the inputs as they were before the call
         got = impl(MODULE).sequence_logps(logits, ids, mask, average=average)
-        assert_close(got, expected, name=f"log-prob of an empty response (average={average})")
+        assert_close(got, expected, name=(f"log-prob of an empty response (average={average})",
+                                          f"空回复的 log-prob（average={average}）"))
 
 
 def test_sequence_logps_leave_inputs_untouched(impl, gen):
@@ -136,11 +137,12 @@ def test_rewards_and_margins_match_their_definition(impl, B, beta, seed):
     pc, pr, rc, rr = four_logps(g, B)
     expected = beta * (pc - rc), beta * (pr - rr), beta * ((pc - rc) - (pr - rr))  # before the call
     chosen, rejected, margins = impl(MODULE).dpo_rewards(pc, pr, rc, rr, beta=beta)
-    assert_close(chosen, expected[0], name="chosen rewards", mistakes=reward_mistakes(pc, pr, rc, rr, beta))
-    assert_close(rejected, expected[1], name="rejected rewards",
+    assert_close(chosen, expected[0], name=("chosen rewards",
+                                            "chosen 的奖励"), mistakes=reward_mistakes(pc, pr, rc, rr, beta))
+    assert_close(rejected, expected[1], name=("rejected rewards", "rejected 的奖励"),
                  mistakes={("beta left out of the rewards (plain log-ratios)",
                             "奖励中漏了 beta（直接用对数比）"): lambda: pr - rr})
-    assert_close(margins, expected[2], name="reward margins",
+    assert_close(margins, expected[2], name=("reward margins", "奖励差值"),
                  mistakes={("beta left out of the rewards (plain log-ratios)",
                             "奖励中漏了 beta（直接用对数比）"): lambda: (pc - rc) - (pr - rr),
                            ("margin taken as rejected - chosen",
@@ -184,7 +186,7 @@ def test_dpo_sigmoid_loss_matches_reference(impl, B, beta, seed):
     pc, pr, rc, rr = four_logps(g, B)
     expected = reference_loss(pc, pr, rc, rr, beta)  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta)
-    assert_close(got, expected, name="DPO loss per pair",
+    assert_close(got, expected, name=("DPO loss per pair", "每对样本的 DPO 损失"),
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta))
 
 
@@ -202,7 +204,7 @@ def test_dpo_loss_is_stable_for_large_margins(impl):
     pc = torch.tensor([2000.0, -2000.0])
     expected = torch.tensor([0.0, 200.0])  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, zero, zero, zero, beta=0.1)
-    assert_close(got, expected, name="DPO loss at beta*h = +-200",
+    assert_close(got, expected, name=("DPO loss at beta*h = +-200", "beta*h = +-200 时的 DPO 损失"),
                  mistakes={("log(sigmoid(x)) instead of logsigmoid(x): overflow to inf",
                             "用了 log(sigmoid(x)) 而不是 logsigmoid(x)：溢出为 inf"):
                            torch.tensor([0.0, math.inf])})
@@ -216,7 +218,7 @@ def test_conservative_dpo_weights_both_directions(impl, eps, beta, seed):
     pc, pr, rc, rr = four_logps(g, 12, scale=5.0)
     expected = reference_loss(pc, pr, rc, rr, beta, eps=eps)  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, label_smoothing=eps)
-    assert_close(got, expected, name="conservative DPO loss",
+    assert_close(got, expected, name=("conservative DPO loss", "保守 DPO 损失"),
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta, eps))
 
 
@@ -227,7 +229,7 @@ def test_ipo_loss_matches_reference(impl, beta, seed):
     pc, pr, rc, rr = four_logps(g, 10, scale=3.0)
     expected = reference_loss(pc, pr, rc, rr, beta, "ipo")  # from the inputs as they were before the call
     got = impl(MODULE).dpo_loss(pc, pr, rc, rr, beta=beta, loss_type="ipo")
-    assert_close(got, expected, name="IPO loss per pair",
+    assert_close(got, expected, name=("IPO loss per pair", "每对样本的 IPO 损失"),
                  mistakes=loss_mistakes(pc, pr, rc, rr, beta))
 
 
@@ -252,7 +254,7 @@ def test_full_pipeline_from_logits_to_loss(impl, gen):
     e_pol = reference_sequence_logps(logits_pol, ids, mask)
     e_ref = reference_sequence_logps(logits_ref, ids, mask)
     expected = reference_loss(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2)
-    assert_close(m.dpo_loss(pc, pr, rc, rr, beta=0.2), expected, name="loss from logits",
+    assert_close(m.dpo_loss(pc, pr, rc, rr, beta=0.2), expected, name=("loss from logits", "由 logits 计算的损失"),
                  mistakes=loss_mistakes(e_pol[:4], e_pol[4:], e_ref[:4], e_ref[4:], 0.2))
 
 
@@ -266,12 +268,14 @@ def test_beta_defaults_to_one_tenth(impl, gen):
     pc, pr, rc, rr = four_logps(gen, 8, scale=5.0)
     m = impl(MODULE)
     chosen, rejected, margins = m.dpo_rewards(pc, pr, rc, rr)
-    assert_close(chosen, 0.1 * (pc - rc), name="chosen rewards with the default beta",
+    assert_close(chosen, 0.1 * (pc - rc), name=("chosen rewards with the default beta", "默认 beta 下 chosen 的奖励"),
                  mistakes=default_beta_mistakes(lambda b: b * (pc - rc)))
-    assert_close(margins, 0.1 * ((pc - rc) - (pr - rr)), name="reward margins with the default beta",
+    assert_close(margins, 0.1 * ((pc - rc) - (pr - rr)), name=("reward margins with the default beta",
+                                                               "默认 beta 下的奖励差值"),
                  mistakes=default_beta_mistakes(lambda b: b * ((pc - rc) - (pr - rr))))
-    assert_close(m.dpo_loss(pc, pr, rc, rr), reference_loss(pc, pr, rc, rr, 0.1), name="DPO loss with the default beta",
+    assert_close(m.dpo_loss(pc, pr, rc, rr), reference_loss(pc, pr, rc, rr, 0.1), name=("DPO loss with the default beta",
+                                                                                        "默认 beta 下的 DPO 损失"),
                  mistakes=default_beta_mistakes(lambda b: reference_loss(pc, pr, rc, rr, b)))
     assert_close(m.dpo_loss(pc, pr, rc, rr, loss_type="ipo"), reference_loss(pc, pr, rc, rr, 0.1, "ipo"),
-                 name="IPO loss with the default beta",
+                 name=("IPO loss with the default beta", "默认 beta 下的 IPO 损失"),
                  mistakes=default_beta_mistakes(lambda b: reference_loss(pc, pr, rc, rr, b, "ipo")))

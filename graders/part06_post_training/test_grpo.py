@@ -64,7 +64,7 @@ def test_group_advantages_use_each_groups_own_statistics(impl, gen):
     rewards = torch.cat([randn(4, generator=gen) * 0.1, randn(4, generator=gen) * 10 + 50,
                          torch.tensor([0.0, 1.0, 0.0, 1.0])])
     got = impl(MODULE).group_advantages(rewards, group_size=4)
-    assert_close(got, reference_advantages(rewards, 4), name="advantages of unlike groups",
+    assert_close(got, reference_advantages(rewards, 4), name=("advantages of unlike groups", "各不相同的组的优势"),
                  mistakes=advantage_mistakes(rewards, 4))
 
 
@@ -74,7 +74,8 @@ def test_group_advantages_eps_is_added_to_the_std(impl):
     std = float(rewards.double().std())
     got = impl(MODULE).group_advantages(rewards, group_size=2, eps=1e-4)
     expected = (rewards.double() - rewards.double().mean()) / (std + 1e-4)
-    assert_close(got, expected.float(), name="advantages with std ~ eps", rtol=1e-3, atol=1e-4,  # fp32 rewards near 1
+    assert_close(got, expected.float(), name=("advantages with std ~ eps",
+                                              "std ~ eps 时的优势"), rtol=1e-3, atol=1e-4,  # fp32 rewards near 1
                  mistakes=advantage_mistakes(rewards, 2))
 
 
@@ -82,7 +83,8 @@ def test_constant_groups_have_zero_advantage_not_nan(impl):
     rewards = torch.tensor([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
     for scale in (True, False):
         got = impl(MODULE).group_advantages(rewards, group_size=3, scale=scale)
-        assert_close(got, torch.zeros(6), name=f"advantages of constant groups (scale={scale})")
+        assert_close(got, torch.zeros(6), name=(f"advantages of constant groups (scale={scale})",
+                                                f"常数组的优势（scale={scale}）"))
 
 
 @pytest.mark.parametrize("B,G", [(6, 4), (4, 1), (3, 0)], ids=["not-dividing", "group-of-one", "zero"])
@@ -117,7 +119,8 @@ def test_kl_k3_matches_its_formula(impl, B, T, seed):
 
 def test_kl_k3_is_zero_where_policy_equals_reference(impl, gen):
     logps = -randn(3, 7, generator=gen).abs()
-    assert_close(impl(MODULE).kl_k3(logps, logps.clone()), torch.zeros(3, 7), name="k3 at pi = pi_ref")
+    assert_close(impl(MODULE).kl_k3(logps, logps.clone()), torch.zeros(3, 7), name=("k3 at pi = pi_ref",
+                                                                                    "pi = pi_ref 时的 k3"))
 
 
 # ---- per-token loss ----------------------------------------------------------------------------
@@ -178,7 +181,8 @@ def test_per_token_loss_matches_the_case_by_case_reference(impl, B, T, beta, eps
     got = impl(MODULE).grpo_per_token_loss(logps, old, adv, ref_logps=ref, beta=beta,
                                            eps_low=eps_low, eps_high=eps_high)
     assert_close(got, reference_per_token_loss(logps, old, adv, ref, beta, eps_low, eps_high),
-                 name="GRPO per-token loss", mistakes=per_token_mistakes(logps, old, adv, ref, beta, eps_low, eps_high))
+                 name=("GRPO per-token loss",
+                       "GRPO 逐 token 损失"), mistakes=per_token_mistakes(logps, old, adv, ref, beta, eps_low, eps_high))
 
 
 @pytest.mark.weight(2)
@@ -190,7 +194,7 @@ def test_every_clipping_case_is_exercised(impl):
     adv = torch.tensor([2.0, -3.0])
     got = impl(MODULE).grpo_per_token_loss(logps, old, adv, eps_low=0.2, eps_high=0.3)
     expected = torch.tensor([[-2.6, -1.0, -2.2, -1.8], [4.5, 2.4, 3.3, 2.7]])
-    assert_close(got, expected, name="loss in each clipping case",
+    assert_close(got, expected, name=("loss in each clipping case", "各种裁剪情形下的损失"),
                  mistakes=per_token_mistakes(logps, old, adv, None, 0.0, 0.2, 0.3))
 
 
@@ -253,7 +257,8 @@ def test_aggregate_loss_matches_reference(impl, B, T, mode, seed):
     loss = torch.where(mask.bool(), loss, torch.full_like(loss, 37.0))  # padding carries garbage
     max_len = T + 3
     got = impl(MODULE).aggregate_loss(loss, mask, mode, max_len=max_len if mode == "constant" else None)
-    assert_close(got, reference_aggregate(loss, mask, mode, max_len), name=f"aggregated loss ({mode})",
+    assert_close(got, reference_aggregate(loss, mask, mode, max_len), name=(f"aggregated loss ({mode})",
+                                                                            f"聚合后的损失（{mode}）"),
                  mistakes=aggregate_mistakes(loss, mask, max_len))
 
 
@@ -262,9 +267,9 @@ def test_token_mean_and_sequence_mean_differ_on_unequal_lengths(impl):
     loss = torch.tensor([[0.1] * 8, [2.0] + [0.0] * 7])
     mask = torch.tensor([[1] * 8, [1] + [0] * 7])
     agg = impl(MODULE).aggregate_loss
-    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.8 / 9), name="token mean",
+    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.8 / 9), name=("token mean", "按 token 平均"),
                  mistakes=aggregate_mistakes(loss, mask, 8))
-    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(1.05), name="sequence mean",
+    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(1.05), name=("sequence mean", "按序列平均"),
                  mistakes=aggregate_mistakes(loss, mask, 8))
 
 
@@ -272,9 +277,12 @@ def test_empty_rows_contribute_zero_not_nan(impl):
     loss = torch.tensor([[1.0, 3.0], [5.0, 5.0]])
     mask = torch.tensor([[1, 1], [0, 0]])
     agg = impl(MODULE).aggregate_loss
-    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.0), name="token mean with an empty row")
-    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(1.0), name="sequence mean with an empty row")
-    assert_close(agg(loss, torch.zeros(2, 2), "token_mean"), torch.tensor(0.0), name="token mean of no tokens")
+    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.0), name=("token mean with an empty row",
+                                                                         "含空行时按 token 平均"))
+    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(1.0), name=("sequence mean with an empty row",
+                                                                            "含空行时按序列平均"))
+    assert_close(agg(loss, torch.zeros(2, 2), "token_mean"), torch.tensor(0.0), name=("token mean of no tokens",
+                                                                                      "没有 token 时按 token 平均"))
 
 
 @pytest.mark.parametrize("kwargs", [dict(mode="mean"), dict(mode="constant"), dict(mode="constant", max_len=0)],
@@ -297,7 +305,7 @@ def test_full_grpo_loss_from_rewards_and_logps(impl, gen):
     loss = m.aggregate_loss(m.grpo_per_token_loss(logps, old, adv, ref_logps=ref, beta=0.04), mask, "token_mean")
     e_adv = reference_advantages(rewards, G)
     expected = reference_aggregate(reference_per_token_loss(logps, old, e_adv, ref, 0.04), mask, "token_mean")
-    assert_close(loss, expected, name="GRPO loss end to end")
+    assert_close(loss, expected, name=("GRPO loss end to end", "端到端的 GRPO 损失"))
 
 
 def test_defaults_are_the_documented_ones(impl, gen):
@@ -305,10 +313,11 @@ def test_defaults_are_the_documented_ones(impl, gen):
     m = impl(MODULE)
     rewards = randn(8, generator=gen)
     assert_close(m.group_advantages(rewards, 4), m.group_advantages(rewards, 4, scale=True, eps=1e-4),
-                 name="group_advantages with its defaults")
+                 name=("group_advantages with its defaults", "默认参数下的 group_advantages"))
     logps, old, ref, adv = random_rollout(gen, 3, 5)
     loss = m.grpo_per_token_loss(logps, old, adv)
     assert_close(loss, m.grpo_per_token_loss(logps, old, adv, ref_logps=ref, beta=0.0, eps_low=0.2, eps_high=0.2),
-                 name="grpo_per_token_loss with its defaults")
+                 name=("grpo_per_token_loss with its defaults", "默认参数下的 grpo_per_token_loss"))
     mask = random_mask(gen, 3, 5)
-    assert_close(m.aggregate_loss(loss, mask), m.aggregate_loss(loss, mask, "token_mean"), name="aggregate_loss default mode")
+    assert_close(m.aggregate_loss(loss, mask), m.aggregate_loss(loss, mask, "token_mean"), name=("aggregate_loss default mode",
+                                                                                                 "aggregate_loss 的默认模式"))

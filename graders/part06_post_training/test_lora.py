@@ -20,7 +20,7 @@ MODULE = "part06_post_training.lora"
 def test_init_draws_a_uniform_with_the_kaiming_bound_and_b_zero(impl, seed, shape):
     fan_in, out, r = shape
     A, B = impl(MODULE).init_lora(fan_in, out, r, seed)
-    assert_equal(B, torch.zeros(out, r), name="B at init", mistakes={
+    assert_equal(B, torch.zeros(out, r), name=("B at init", "初始化时的 B"), mistakes={
         ("B initialised at random (the adapted model no longer starts equal to the base)",
          "B 随机初始化（适配后的模型一开始就不等于基座模型）"): B})
     expect(tuple(A.shape) == (r, fan_in) and A.dtype == torch.float32, "part06.lora_a_shape_dtype", r=r, fan_in=fan_in,
@@ -106,13 +106,14 @@ def test_merged_weight_serves_the_same_outputs(impl, io, r, alpha, rs, seed):
     s = alpha / math.sqrt(r) if rs else alpha / r
     merged = m.merge(W, A, B, s)
     expected = W.double() + s * B.double() @ A.double()
-    assert_close(merged, expected.float(), name="merged weight", reduction=r, mistakes=merge_mistakes(W, A, B, s))
+    assert_close(merged, expected.float(), name=("merged weight",
+                                                 "合并后的权重"), reduction=r, mistakes=merge_mistakes(W, A, B, s))
     # fp32 rounding of either route scales with the size of the terms summed, not of the result
     # (W x and s B A x may cancel): the bound is the dtype's tolerance times that size
     rtol, atol = tolerance(torch.float32, reduction=fin)
     update = s * (B.abs().double() @ A.abs().double())
     size = float((x.abs().double() @ (W.abs().double() + update).T).max())
-    assert_close(x @ merged.T, m.lora_forward(x, W, None, A, B, s), name="merged vs adapted outputs",
+    assert_close(x @ merged.T, m.lora_forward(x, W, None, A, B, s), name=("merged vs adapted outputs", "合并后与带适配器的输出对比"),
                  rtol=rtol, atol=atol * max(1.0, size))
     assert_close(m.unmerge(merged, A, B, s), W, name="unmerge(merge(W))", rtol=rtol,
                  atol=atol * max(1.0, float(update.max())), mistakes={
@@ -179,7 +180,8 @@ def test_multi_lora_base_rows_ignore_every_adapter(impl, gen):
     ids = torch.tensor([-1, 2, -1, 0, -1])
     scalings = torch.tensor([1.0, 2.0, 3.0])
     got = impl(MODULE).multi_lora_forward(x, W, b, As, Bs, scalings, ids)
-    assert_close(got, multi_reference(x, W, b, As, Bs, scalings, ids), name="multi-LoRA with base rows",
+    assert_close(got, multi_reference(x, W, b, As, Bs, scalings, ids), name=("multi-LoRA with base rows",
+                                                                             "含基座行的 multi-LoRA"),
                  mistakes=multi_mistakes(x, W, b, As, Bs, scalings, ids))
 
 
@@ -196,7 +198,7 @@ def check_nf4_codes(w, codes, absmax, block_size):
     blocks = w.reshape(-1, block_size).double()
     expected_absmax = blocks.abs().amax(1)
     global_absmax = torch.full_like(expected_absmax, float(w.abs().max()))
-    assert_close(absmax, expected_absmax.float(), name="block absmax", mistakes={
+    assert_close(absmax, expected_absmax.float(), name=("block absmax", "块的 absmax"), mistakes={
         ("one absmax for the whole tensor instead of per block",
          "整个张量只用一个 absmax，而不是每块一个"): global_absmax.float()})
     expect(tuple(codes.shape) == (w.numel(),) and codes.dtype == torch.uint8, "part06.nf4_codes_shape",
@@ -244,7 +246,7 @@ def test_nf4_dequantize_inverts_the_table_lookup(impl, shape, block, seed):
     codes, absmax = m.nf4_quantize(w, block_size=block)
     got = m.nf4_dequantize(codes, absmax, shape, block_size=block)
     expected = (NF4[codes.long()].view(-1, block) * absmax.double().unsqueeze(1)).reshape(shape)
-    assert_close(got, expected.float(), name="dequantised weight", mistakes={
+    assert_close(got, expected.float(), name=("dequantised weight", "反量化后的权重"), mistakes={
         ("codes taken as offsets from 8 (symmetric int4) instead of table indices",
          "码字被当成相对 8 的偏移（对称 int4），而不是查找表索引"):
             lambda: ((codes.float() - 8) / 7).view(-1, block).mul(absmax.unsqueeze(1)).reshape(shape)})
@@ -259,9 +261,10 @@ def test_nf4_of_a_zero_block_is_zero(impl):
     m = impl(MODULE)
     w = torch.cat([torch.zeros(16), torch.linspace(-1, 1, 16)])
     codes, absmax = m.nf4_quantize(w, block_size=16)
-    assert_equal(codes[:16], torch.full((16,), 7, dtype=torch.uint8), name="codes of a zero block (level 0.0 = 7)")
+    assert_equal(codes[:16], torch.full((16,), 7, dtype=torch.uint8), name=("codes of a zero block (level 0.0 = 7)",
+                                                                            "全零块的编码（量级 0.0 = 7）"))
     deq = m.nf4_dequantize(codes, absmax, (32,), block_size=16)
-    assert_close(deq[:16], torch.zeros(16), name="dequantised zero block")
+    assert_close(deq[:16], torch.zeros(16), name=("dequantised zero block", "反量化后的全零块"))
 
 
 @pytest.mark.parametrize("numel,block", [(100, 64), (64, 0), (48, 32)], ids=["not-dividing", "zero", "not-dividing-2"])

@@ -109,8 +109,8 @@ def test_gae_hand_derived_table(impl):
     adv, ret = impl(MODULE).gae(rewards, values, dones, last, gamma=0.9, lam=0.8)
     expected = torch.tensor(h["advantages"])
     mistakes = gae_mistakes(rewards, values, dones, last, 0.9, 0.8)
-    assert_close(adv, expected, name="GAE advantages (hand table)", mistakes=mistakes)
-    assert_close(ret, expected + values, name="returns (hand table)", mistakes=mistakes)
+    assert_close(adv, expected, name=("GAE advantages (hand table)", "GAE 优势（手算表）"), mistakes=mistakes)
+    assert_close(ret, expected + values, name=("returns (hand table)", "回报（手算表）"), mistakes=mistakes)
 
 
 @pytest.mark.weight(2)
@@ -121,11 +121,11 @@ def test_normalised_gae_whitens_advantages_but_not_returns(impl, N, T, seed):
     adv, ret = impl(MODULE).gae(rewards, values, dones, last_value, gamma=0.99, lam=0.95, normalize=True)
     e_adv, e_ret = reference_gae(rewards, values, dones, last_value, 0.99, 0.95)
     mistakes = gae_mistakes(rewards, values, dones, last_value, 0.99, 0.95, normalize=True)
-    assert_close(ret, e_ret, name="returns with normalize=True", mistakes=mistakes)
+    assert_close(ret, e_ret, name=("returns with normalize=True", "normalize=True 时的回报"), mistakes=mistakes)
     # whitening divides fp32 rounding of the advantages (about eps * max|A|) by their std: the bound scales so
     rtol, atol = tolerance(torch.float32, reduction=T)
     widen = max(1.0, float(e_adv.abs().max() / (e_adv.std() + 1e-8)))
-    assert_close(adv, (e_adv - e_adv.mean()) / (e_adv.std() + 1e-8), name="whitened advantages", rtol=rtol,
+    assert_close(adv, (e_adv - e_adv.mean()) / (e_adv.std() + 1e-8), name=("whitened advantages", "白化后的优势"), rtol=rtol,
                  atol=atol * widen, mistakes=mistakes)
 
 
@@ -151,7 +151,8 @@ def test_whiten_over_masked_elements(impl, N, T, seed):
     # (std << max|x|) a correct fp32 answer is off by more than the table's tolerance; widen by that ratio.
     rtol, atol = tolerance(torch.float32)
     widen = max(1.0, float(vals.abs().max() / (vals.std() + 1e-8)))
-    assert_close(got, expected.float(), name="whitened values", rtol=rtol * widen, atol=atol * widen, mistakes={
+    assert_close(got, expected.float(), name=("whitened values",
+                                              "白化后的值"), rtol=rtol * widen, atol=atol * widen, mistakes={
         ("statistics over every element, padding included", "统计量在所有元素上计算，包含了 padding"):
             lambda: torch.where(mask, (x - x.mean()) / (x.std() + 1e-8), torch.zeros_like(x)),
         ("biased std (divides by n, not n - 1)", "有偏 std（除以 n，而不是 n - 1）"):
@@ -191,7 +192,7 @@ def test_clipped_value_loss_matches_reference(impl, N, T, c, seed):
     values = old + randn(N, T, generator=g, scale=0.5)
     returns = old + randn(N, T, generator=g)
     got = impl(MODULE).clipped_value_loss(values, old, returns, clip_range=c)
-    assert_close(got, reference_value_loss(values, old, returns, c), name="clipped value loss",
+    assert_close(got, reference_value_loss(values, old, returns, c), name=("clipped value loss", "裁剪后的价值损失"),
                  mistakes=value_mistakes(values, old, returns, c))
 
 
@@ -218,7 +219,8 @@ def test_clipped_policy_loss_matches_reference(impl, N, T, c, seed):
     a = adv.double()
     expected = -torch.minimum(ratio * a, ratio.clamp(1 - c, 1 + c) * a)
     got = impl(MODULE).clipped_policy_loss(logps, old, adv, clip_range=c)
-    assert_close(got, expected.float(), name="clipped policy loss", mistakes=policy_mistakes(logps, old, adv, c))
+    assert_close(got, expected.float(), name=("clipped policy loss",
+                                              "裁剪后的策略损失"), mistakes=policy_mistakes(logps, old, adv, c))
 
 
 @given(shape=st.sampled_from([(3, 7), (2, 4, 33), (5, 2)]), dtype=st.sampled_from([torch.float32, torch.bfloat16]),
@@ -238,7 +240,7 @@ def test_entropy_matches_the_distribution(impl, shape, dtype, seed):
 def test_entropy_is_finite_for_very_confident_logits(impl):
     logits = torch.tensor([[1000.0, 0.0, -1000.0]])
     got = impl(MODULE).entropy_from_logits(logits)
-    assert_close(got, torch.tensor([0.0]), name="entropy of a one-hot distribution",
+    assert_close(got, torch.tensor([0.0]), name=("entropy of a one-hot distribution", "one-hot 分布的熵"),
                  mistakes={("log(softmax(x)) instead of log_softmax: 0 * log 0 = NaN",
                             "用了 log(softmax(x)) 而不是 log_softmax：0 * log 0 = NaN"): torch.tensor([math.nan])})
 
@@ -265,12 +267,12 @@ def test_ppo_loss_combines_the_three_token_means(impl, N, T, seed):
     expect(isinstance(got, tuple) and len(got) == 4, "check.not_a_tuple", name="ppo_loss", count=4,
            fields="total, policy_loss, value_loss, entropy", got=type(got).__name__)
     total, g_pg, g_vf, g_ent = got
-    assert_close(g_pg, pg.float(), name="policy loss (token mean)", mistakes={
+    assert_close(g_pg, pg.float(), name=("policy loss (token mean)", "策略损失（按 token 平均）"), mistakes={
         ("padding tokens counted",
          "算上了 padding token"): lambda: (-torch.min(ratio * adv.double(), ratio.clamp(0.8, 1.2) * adv.double())).mean().float()})
-    assert_close(g_vf, vf.float(), name="value loss (token mean)")
-    assert_close(g_ent, em.float(), name="mean entropy")
-    assert_close(total, (pg + 0.5 * vf - 0.05 * em).float(), name="total PPO loss", mistakes={
+    assert_close(g_vf, vf.float(), name=("value loss (token mean)", "价值损失（按 token 平均）"))
+    assert_close(g_ent, em.float(), name=("mean entropy", "平均熵"))
+    assert_close(total, (pg + 0.5 * vf - 0.05 * em).float(), name=("total PPO loss", "PPO 总损失"), mistakes={
         ("entropy bonus added instead of subtracted", "熵奖励被加上而不是减去"): lambda: (pg + 0.5 * vf + 0.05 * em).float(),
         ("value loss not weighted by vf_coef", "价值损失没有乘以 vf_coef"): lambda: (pg + vf - 0.05 * em).float()})
 
@@ -280,12 +282,12 @@ def test_defaults_are_the_documented_ones(impl, gen):
     m = impl(MODULE)
     rollout = random_rollout(gen, 2, 6)
     for got, want in zip(m.gae(*rollout), m.gae(*rollout, gamma=0.99, lam=0.95, normalize=False)):
-        assert_close(got, want, name="gae with its default gamma and lambda")
+        assert_close(got, want, name=("gae with its default gamma and lambda", "默认 gamma 和 lambda 下的 gae"))
     old = -randn(2, 6, generator=gen).abs()
     logps = old + randn(2, 6, generator=gen, scale=0.5)
     adv, vals = randn(2, 6, generator=gen), randn(2, 6, generator=gen)
     assert_close(m.clipped_policy_loss(logps, old, adv), m.clipped_policy_loss(logps, old, adv, clip_range=0.2),
-                 name="clipped_policy_loss with its default clip range")
+                 name=("clipped_policy_loss with its default clip range", "默认裁剪范围下的 clipped_policy_loss"))
     args = (logps, old, adv, vals + 0.5, vals, vals + 1.0, adv.abs(), torch.ones(2, 6))
     for got, want in zip(m.ppo_loss(*args), m.ppo_loss(*args, clip_range=0.2, value_clip_range=0.2, vf_coef=0.5, ent_coef=0.01)):
-        assert_close(got, want, name="ppo_loss with its default coefficients")
+        assert_close(got, want, name=("ppo_loss with its default coefficients", "默认系数下的 ppo_loss"))

@@ -64,7 +64,7 @@ def test_assistant_labels_keep_only_assistant_tokens(impl, B, T, as_int, seed):
     before = ids.clone()
     got = impl(MODULE).assistant_labels(ids, mask.long() if as_int else mask)
     expected = torch.where(mask, ids, torch.full_like(ids, IGNORE))
-    assert_equal(got, expected, name="assistant labels", mistakes=label_mistakes(ids, mask))
+    assert_equal(got, expected, name=("assistant labels", "assistant 的 labels"), mistakes=label_mistakes(ids, mask))
     expect(torch.equal(ids, before), "check.modified_input", name="assistant_labels")
 
 
@@ -163,7 +163,8 @@ def test_segment_causal_mask_matches_reference(impl, lengths, batched, seed):
         cuts[0] = 0
         segments = torch.stack([segments, (cuts > 1).long().cumsum(0)])
     got = impl(MODULE).segment_causal_mask(segments)
-    assert_equal(got, reference_mask(segments), name=f"segment causal mask {tuple(segments.shape)}",
+    assert_equal(got, reference_mask(segments), name=(f"segment causal mask {tuple(segments.shape)}",
+                                                      f"分段因果掩码 {tuple(segments.shape)}"),
                  mistakes=mask_mistakes(segments))
 
 
@@ -235,7 +236,8 @@ def test_causal_lm_loss_without_labels_is_zero_not_nan(impl):
     labels = torch.full((2, 4), IGNORE)
     for reduction in ("token_mean", "sequence_mean"):
         got = impl(MODULE).causal_lm_loss(torch.zeros(2, 4, 5), labels, reduction)
-        assert_close(got, torch.tensor(0.0), name=f"loss with no labelled token ({reduction})")
+        assert_close(got, torch.tensor(0.0), name=(f"loss with no labelled token ({reduction})",
+                                                   f"没有带标签 token 时的损失（{reduction}）"))
 
 
 def padded_batch(ids, labels):
@@ -260,7 +262,8 @@ def test_token_mean_equals_transformers_loss(impl, lengths, seed):
     with torch.no_grad():
         out = tiny_model()(batch_ids, labels=batch_labels)
     got = m.causal_lm_loss(out.logits, batch_labels, "token_mean")
-    assert_close(got, out.loss.float(), name="token-mean loss vs transformers LlamaForCausalLM(labels=...)",
+    assert_close(got, out.loss.float(), name=("token-mean loss vs transformers LlamaForCausalLM(labels=...)",
+                                              "按 token 平均的损失对比 transformers LlamaForCausalLM(labels=...)"),
                  mistakes=loss_mistakes(out.logits, batch_labels))
 
 
@@ -278,7 +281,8 @@ def test_packed_row_gives_every_example_its_unpacked_loss(impl, lengths, seed):
         alone = [model(i[None]).logits for i in ids]
         p_ids, p_labels, positions, segments = m.pack_examples(ids, labels)
         allowed = m.segment_causal_mask(segments[None])
-        assert_equal(allowed, reference_mask(segments[None]), name="segment causal mask of the packed row",
+        assert_equal(allowed, reference_mask(segments[None]), name=("segment causal mask of the packed row",
+                                                                    "打包行的分段因果掩码"),
                      mistakes=mask_mistakes(segments[None]))
         additive = torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(torch.float32).min)
         packed = model(p_ids[None], attention_mask=additive[:, None], position_ids=positions[None]).logits
@@ -286,7 +290,8 @@ def test_packed_row_gives_every_example_its_unpacked_loss(impl, lengths, seed):
     for k, (n, lab, lg) in enumerate(zip(lengths, labels, alone)):
         expected = reference_loss(lg, lab[None], "token_mean")
         got = m.causal_lm_loss(packed[:, start:start + n], p_labels[None, start:start + n])
-        assert_close(got, expected, name=f"loss of packed example {k} vs the example alone",
+        assert_close(got, expected, name=(f"loss of packed example {k} vs the example alone",
+                                          f"打包中样本 {k} 的损失对比单独计算该样本"),
                      mistakes=loss_mistakes(packed[:, start:start + n], p_labels[None, start:start + n]))
         start += n
     batch_ids, batch_labels = padded_batch(ids, labels)
@@ -294,5 +299,6 @@ def test_packed_row_gives_every_example_its_unpacked_loss(impl, lengths, seed):
         unpacked = reference_loss(torch.cat([F.pad(lg, (0, 0, 0, batch_ids.shape[1] - lg.shape[1])) for lg in alone]),
                                   batch_labels, reduction)
         got = m.causal_lm_loss(packed, p_labels[None], reduction, segment_ids=segments[None])
-        assert_close(got, unpacked, name=f"packed-row {reduction} vs the unpacked batch",
+        assert_close(got, unpacked, name=(f"packed-row {reduction} vs the unpacked batch",
+                                          f"打包行的 {reduction} 对比未打包的批次"),
                      mistakes=loss_mistakes(packed, p_labels[None], segments[None]))

@@ -15,10 +15,11 @@ def test_param_count_of_a_tiny_gqa_model_by_hand(impl):
     config = {"vocab_size": 100, "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2,
               "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": False}
     # 2*100*16 + 2 * (2*16*16 + 2*16*8 + 3*16*40 + 2*16) + 16
-    assert_equal(impl(MODULE).param_count(config), 8656, name="parameters of the tiny model",
+    assert_equal(impl(MODULE).param_count(config), 8656, name=("parameters of the tiny model", "小模型的参数量"),
                  mistakes={("K and V counted with the query heads", "K 和 V 按查询头数计算"): 8656 + 2 * 2 * 16 * 8})
     tied = {**config, "tie_word_embeddings": True}
-    assert_equal(impl(MODULE).param_count(tied), 8656 - 1600, name="parameters with tied embeddings",
+    assert_equal(impl(MODULE).param_count(tied), 8656 - 1600, name=("parameters with tied embeddings",
+                                                                    "共享嵌入（tied embeddings）时的参数量"),
                  mistakes={("tied lm_head counted twice", "共享权重的 lm_head 被算了两次"): 8656})
 
 
@@ -54,14 +55,15 @@ def test_activations_without_recomputation_follow_korthikanti(impl):
 def test_kv_cache_uses_the_kv_heads(impl):
     m = impl(MODULE)
     per_token = m.kv_cache_bytes(LLAMA3_8B_ATTN, tokens=1, dtype=torch.bfloat16)
-    assert_equal(per_token, 2 * 32 * 8 * 128 * 2, name="bf16 KV cache bytes per token, 8 KV heads",
+    assert_equal(per_token, 2 * 32 * 8 * 128 * 2, name=("bf16 KV cache bytes per token, 8 KV heads",
+                                                        "每个 token 的 bf16 KV cache 字节数，8 个 KV 头"),
                  mistakes={("query heads used instead of KV heads", "用了查询头数而不是 KV 头数"): 2 * 32 * 32 * 128 * 2,
                            ("K only (the factor 2 for K and V forgotten)",
                             "只算了 K（忘了 K 和 V 的因子 2）"): 32 * 8 * 128 * 2})
     assert_equal(m.kv_cache_bytes(LLAMA2_7B, tokens=4096, dtype=torch.float16), 2 * 32 * 32 * 128 * 4096 * 2,
-                 name="MHA KV cache of 4096 fp16 tokens")
+                 name=("MHA KV cache of 4096 fp16 tokens", "4096 个 fp16 token 的 MHA KV cache"))
     assert_equal(m.kv_cache_bytes(DEEPSEEK_V2_MLA, tokens=1), 60 * (512 + 64) * 2,
-                 name="MLA cache per token (latent + RoPE key)")
+                 name=("MLA cache per token (latent + RoPE key)", "每个 token 的 MLA cache（latent + RoPE key）"))
 
 
 def test_pipeline_stages_do_not_shrink_the_first_stages_activations(impl):

@@ -26,7 +26,8 @@ def test_bf16_bits_round_ties_to_even(impl):
     # 0x3F80_8000 lies exactly between 0x3F80 and 0x3F81: the even one (0x3F80) wins;
     # 0x3F81_8000 lies between 0x3F81 and 0x3F82: again the even one (0x3F82)
     got = impl(MODULE).bf16_bits(patterns(0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF))
-    assert_equal(got, torch.tensor([0x3F80, 0x3F82, 0x3F81, 0x3F80], dtype=torch.int32), name="bf16 bits at ties",
+    assert_equal(got, torch.tensor([0x3F80, 0x3F82, 0x3F81, 0x3F80], dtype=torch.int32), name=("bf16 bits at ties",
+                                                                                               "恰在中点（tie）处的 bf16 位"),
                  mistakes={("ties rounded up (away from zero) instead of to even", "中点值向上舍入（远离零），而不是舍入到偶数"):
                            torch.tensor([0x3F81, 0x3F82, 0x3F81, 0x3F80], dtype=torch.int32),
                            ("truncation (round toward zero) instead of round-to-nearest-even",
@@ -36,7 +37,8 @@ def test_bf16_bits_round_ties_to_even(impl):
 
 def test_bf16_bits_round_the_largest_finite_floats_to_infinity(impl):
     got = impl(MODULE).bf16_bits(patterns(0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000))
-    assert_equal(got, torch.tensor([0x7F80, 0xFF80, 0x7F80], dtype=torch.int32), name="bf16 bits of huge values")
+    assert_equal(got, torch.tensor([0x7F80, 0xFF80, 0x7F80], dtype=torch.int32), name=("bf16 bits of huge values",
+                                                                                       "极大值的 bf16 位"))
 
 
 def test_bf16_bits_keep_nan_a_nan(impl):
@@ -49,7 +51,8 @@ def test_bf16_bits_keep_nan_a_nan(impl):
 def test_bf16_bits_match_torch_cast_on_random_values(impl, gen):
     x = torch.randn(4096, generator=gen) * torch.exp2(torch.randint(-130, 128, (4096,), generator=gen).float())
     bits = x.view(torch.int32)
-    assert_equal(impl(MODULE).bf16_bits(bits), torch_bf16_bits(bits), name="bf16 bits of random fp32 values")
+    assert_equal(impl(MODULE).bf16_bits(bits), torch_bf16_bits(bits), name=("bf16 bits of random fp32 values",
+                                                                            "随机 fp32 值的 bf16 位"))
 
 
 @pytest.mark.parametrize("layout,dtype", [((8, 23, False), torch.float32), ((5, 10, False), torch.float16),
@@ -60,11 +63,13 @@ def test_format_range_matches_torch_finfo(impl, layout, dtype):
     got = impl(MODULE).format_range(*layout)
     info = torch.finfo(dtype)
     assert_equal({k: got[k] for k in ("max", "min_normal", "eps")},
-                 {"max": info.max, "min_normal": info.tiny, "eps": info.eps}, name=f"range of {dtype}",
+                 {"max": info.max, "min_normal": info.tiny, "eps": info.eps}, name=(f"range of {dtype}",
+                                                                                    f"{dtype} 的取值范围"),
                  mistakes={("e4m3fn treated as IEEE (top exponent reserved): max 240 instead of 448",
                             "把 e4m3fn 当成 IEEE 格式（保留最高指数）：最大值 240 而不是 448"):
                            {"max": 240.0, "min_normal": info.tiny, "eps": info.eps}})
-    assert_equal(got["min_subnormal"], info.tiny * info.eps, name=f"smallest subnormal of {dtype}")
+    assert_equal(got["min_subnormal"], info.tiny * info.eps, name=(f"smallest subnormal of {dtype}",
+                                                                   f"{dtype} 的最小次正规数"))
 
 
 @pytest.mark.parametrize("fmt,dtype", [("e4m3", torch.float8_e4m3fn), ("e5m2", torch.float8_e5m2)])
@@ -100,4 +105,4 @@ def test_fp8_scaled_round_maps_the_largest_magnitude_onto_the_format_max(impl, g
     expect(scale == pytest.approx(expected_scale, rel=1e-6), "part00.fp8_scale", fmt="e4m3", expected=expected_scale,
            got=repr(scale))
     expected = (x / scale).to(torch.float8_e4m3fn).float() * scale
-    assert_close(deq, expected, name="fp8 round trip")
+    assert_close(deq, expected, name=("fp8 round trip", "fp8 往返转换"))

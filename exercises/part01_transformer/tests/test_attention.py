@@ -19,7 +19,7 @@ def heads(gen, hq, hkv, sq, skv, d=8, dtype=torch.float32, scale=1.0):
     return q, k, randn(1, hkv, skv, d, generator=gen, dtype=dtype)
 
 
-def check(golden, got, q, k, v, causal=True, scale=None, name="attention output"):
+def check(golden, got, q, k, v, causal=True, scale=None, name=("attention output", "注意力输出")):
     assert_close(got, golden.ref.expected_attention(q, k, v, causal, None, None, scale), name=name,
                  mistakes=golden.ref.attention_mistakes(q, k, v, causal, None, None, scale))
 
@@ -40,7 +40,7 @@ def test_causal_square_attention_matches_torch(impl, golden):
 def test_decoding_one_token_sees_every_cached_key(impl):
     """One query after 4 cached keys (bottom-right causal): all 5 keys are visible."""
     mask = impl(MODULE).attention_mask(1, 5, causal=True)
-    assert_equal(mask, torch.ones(1, 1, 1, 5, dtype=torch.bool), name="decode mask",
+    assert_equal(mask, torch.ones(1, 1, 1, 5, dtype=torch.bool), name=("decode mask", "decode 的掩码"),
                  mistakes={("causal mask aligned top-left instead of bottom-right", "因果掩码按左上角对齐，而不是右下角"):
                            torch.tensor([[[[True, False, False, False, False]]]])})
 
@@ -51,7 +51,7 @@ def test_sliding_window_of_three_covers_the_current_key_and_two_before(impl):
                              [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]], dtype=torch.bool)
     four_keys = torch.tensor([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0],
                               [1, 1, 1, 1, 0], [0, 1, 1, 1, 1]], dtype=torch.bool)
-    assert_equal(mask, expected[None, None], name="window mask",
+    assert_equal(mask, expected[None, None], name=("window mask", "滑动窗口掩码"),
                  mistakes={("sliding window off by one (W + 1 keys instead of W including the current one)",
                             "滑动窗口差一（W + 1 个 key，而不是包含当前位置在内的 W 个）"):
                            four_keys[None, None]})
@@ -67,8 +67,8 @@ def test_rows_without_a_visible_key_are_zero_not_nan(impl, golden):
     """Six queries and four keys, causal bottom-right: queries 0 and 1 see no key, so their output is 0."""
     q, k, v = heads(golden.gen, 2, 2, 6, 4)
     got = impl(MODULE).attention(q, k, v, causal=True)
-    assert_all_written(got, name="output with empty rows", diagnosis=golden.ref.EMPTY_ROWS_NAN)
-    check(golden, got, q, k, v, name="output with empty rows")
+    assert_all_written(got, name=("output with empty rows", "含空行时的输出"), diagnosis=golden.ref.EMPTY_ROWS_NAN)
+    check(golden, got, q, k, v, name=("output with empty rows", "含空行时的输出"))
 
 
 def test_fp16_attention_with_large_scores_is_computed_in_fp32(impl, golden):

@@ -20,12 +20,13 @@ def test_forward_returns_fp32_logits_and_a_cache_of_the_prompt(impl, gen):
     weights, config, _ = tiny_model("llama", gen)
     ids = torch.randint(0, 128, (2, 7), generator=gen)
     logits, cache = impl(MODULE).llama_forward(weights, config, ids)
-    assert_equal(tuple(logits.shape), (2, 7, 128), name="logits shape (B, S, V)")
+    assert_equal(tuple(logits.shape), (2, 7, 128), name=("logits shape (B, S, V)", "logits 的形状 (B, S, V)"))
     expect(logits.dtype == torch.float32, "part01.logits_dtype", got=logits.dtype)
     expect(not torch.isnan(logits).any(), "part01.logits_nan", count=int(torch.isnan(logits).sum()), total=logits.numel())
-    assert_equal(sorted(cache), ["k", "v"], name="cache keys")
+    assert_equal(sorted(cache), ["k", "v"], name=("cache keys", "cache 的键"))
     for name in ("k", "v"):
-        assert_equal(tuple(cache[name].shape), (2, 2, 2, 7, 16), name=f'cache["{name}"] shape (L, B, Hkv, T, Dh)')
+        assert_equal(tuple(cache[name].shape), (2, 2, 2, 7, 16), name=(f'cache["{name}"] shape (L, B, Hkv, T, Dh)',
+                                                                       f'cache["{name}"] 的形状 (L, B, Hkv, T, Dh)'))
 
 
 def test_cache_grows_by_one_position_per_decode_step(impl, gen):
@@ -35,8 +36,9 @@ def test_cache_grows_by_one_position_per_decode_step(impl, gen):
     _, cache = llama.llama_forward(weights, config, ids)
     for t in range(5, 8):
         logits, cache = llama.llama_forward(weights, config, ids[:, -1:], cache, t)
-        assert_equal(tuple(logits.shape), (1, 1, 128), name="decode logits shape")
-        assert_equal(tuple(cache["k"].shape), (2, 1, 2, t + 1, 16), name=f"cache after position {t}")
+        assert_equal(tuple(logits.shape), (1, 1, 128), name=("decode logits shape", "decode logits 的形状"))
+        assert_equal(tuple(cache["k"].shape), (2, 1, 2, t + 1, 16), name=(f"cache after position {t}",
+                                                                          f"位置 {t} 之后的 cache"))
 
 
 def test_logits_match_a_float64_llama_written_from_the_formulas(impl, golden):
@@ -44,7 +46,8 @@ def test_logits_match_a_float64_llama_written_from_the_formulas(impl, golden):
     weights, config, _ = tiny_model("llama", golden.gen, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits vs the float64 reference",
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name=("logits vs the float64 reference",
+                                                                              "logits 对比 float64 参考实现"),
                  mistakes=golden.ref.llama_mistakes(weights, config, ids))
 
 
@@ -53,7 +56,8 @@ def test_rms_norm_eps_goes_inside_the_square_root(impl, golden):
     weights, config, _ = tiny_model("llama", golden.gen, rms_norm_eps=0.5, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (1, 5), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits with rms_norm_eps=0.5",
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name=("logits with rms_norm_eps=0.5",
+                                                                              "rms_norm_eps=0.5 时的 logits"),
                  mistakes=golden.ref.llama_mistakes(weights, config, ids))
 
 
@@ -65,7 +69,8 @@ def test_decode_step_equals_the_full_forward_last_position(impl, golden):
     prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
     step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 5)
     assert_close(torch.cat([prefill, step], 1), golden.ref.knob_forward(weights, config, ids),
-                 name="prefill + decode-step logits", mistakes=golden.ref.llama_mistakes(weights, config, ids, [5, 1]))
+                 name=("prefill + decode-step logits",
+                       "prefill + decode 步的 logits"), mistakes=golden.ref.llama_mistakes(weights, config, ids, [5, 1]))
 
 
 def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, golden):
@@ -76,7 +81,8 @@ def test_a_chunk_after_the_cache_sees_its_own_earlier_positions(impl, golden):
     first, cache = llama.llama_forward(weights, config, ids[:, :4])
     chunk, _ = llama.llama_forward(weights, config, ids[:, 4:], cache, 4)
     assert_close(torch.cat([first, chunk], 1), golden.ref.knob_forward(weights, config, ids),
-                 name="prefill in chunks 4+3", mistakes=golden.ref.llama_mistakes(weights, config, ids, [4, 3]))
+                 name=("prefill in chunks 4+3",
+                       "分块 4+3 的 prefill"), mistakes=golden.ref.llama_mistakes(weights, config, ids, [4, 3]))
 
 
 def test_earlier_logits_do_not_see_later_tokens(impl, gen):
@@ -87,7 +93,7 @@ def test_earlier_logits_do_not_see_later_tokens(impl, gen):
     changed[0, -1] = (ids[0, -1] + 1) % 128
     a, _ = llama.llama_forward(weights, config, ids)
     b, _ = llama.llama_forward(weights, config, changed)
-    assert_close(b[:, :-1], a[:, :-1], name="logits of positions before the changed token")
+    assert_close(b[:, :-1], a[:, :-1], name=("logits of positions before the changed token", "被改动 token 之前各位置的 logits"))
 
 
 def test_generate_greedy_appends_the_argmax_tokens(impl, gen):
@@ -95,8 +101,8 @@ def test_generate_greedy_appends_the_argmax_tokens(impl, gen):
     llama = impl(MODULE)
     ids = torch.randint(0, 128, (2, 4), generator=gen)
     out = llama.generate_greedy(weights, config, ids, 3)
-    assert_equal(tuple(out.shape), (2, 7), name="generated shape (B, S + N)")
-    assert_equal(out[:, :4], ids, name="the prompt at the start of the output")
+    assert_equal(tuple(out.shape), (2, 7), name=("generated shape (B, S + N)", "生成结果的形状 (B, S + N)"))
+    assert_equal(out[:, :4], ids, name=("the prompt at the start of the output", "输出开头的 prompt"))
     for t in range(4, 7):  # each new token is the argmax of a full forward over what came before
         logits, _ = llama.llama_forward(weights, config, out[:, :t])
         assert_equal(out[:, t], logits[:, -1].argmax(-1), name=f"token {t}")
@@ -109,7 +115,8 @@ def test_qwen2_biases_are_added_to_the_q_k_v_projections(impl, golden):
     weights, config, _ = tiny_model("qwen2", golden.gen, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (1, 6), generator=golden.gen)
     logits, _ = impl(MODULE).llama_forward(weights, config, ids)
-    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name="logits of a Qwen2 model",
+    assert_close(logits, golden.ref.knob_forward(weights, config, ids), name=("logits of a Qwen2 model",
+                                                                              "Qwen2 模型的 logits"),
                  mistakes=golden.ref.llama_mistakes(weights, config, ids))
 
 
@@ -121,7 +128,7 @@ def test_qwen3_q_and_k_are_rms_normed_per_head_before_rope_also_when_decoding(im
     prefill, cache = llama.llama_forward(weights, config, ids[:, :-1])
     step, _ = llama.llama_forward(weights, config, ids[:, -1:], cache, 5)
     assert_close(torch.cat([prefill, step], 1), golden.ref.knob_forward(weights, config, ids),
-                 name="Qwen3 prefill + decode-step logits",
+                 name=("Qwen3 prefill + decode-step logits", "Qwen3 prefill + decode 步的 logits"),
                  mistakes=golden.ref.llama_mistakes(weights, config, ids, [5, 1]))
 
 
@@ -133,7 +140,7 @@ def test_every_bias_the_state_dict_holds_is_added(impl, golden):
     first, cache = llama.llama_forward(weights, config, ids[:, :4])
     chunk, _ = llama.llama_forward(weights, config, ids[:, 4:], cache, 4)
     assert_close(torch.cat([first, chunk], 1), golden.ref.knob_forward(weights, config, ids),
-                 name="logits of Qwen3 with attention_bias, chunks 4+3",
+                 name=("logits of Qwen3 with attention_bias, chunks 4+3", "带 attention_bias 的 Qwen3 的 logits，分块 4+3"),
                  mistakes=golden.ref.llama_mistakes(weights, config, ids, [4, 3]))
 
 
@@ -142,5 +149,6 @@ def test_generate_greedy_of_a_qwen2_model_decodes_with_the_cache(impl, golden):
     weights, config, _ = tiny_model("qwen2", golden.gen, vocab_size=SMALL_VOCAB)
     ids = torch.randint(0, SMALL_VOCAB, (2, 4), generator=golden.gen)
     out = impl(MODULE).generate_greedy(weights, config, ids, 4)
-    assert_equal(out, golden.ref.greedy_tokens(weights, config, ids, 4), name="greedy tokens of a Qwen2 model",
+    assert_equal(out, golden.ref.greedy_tokens(weights, config, ids, 4), name=("greedy tokens of a Qwen2 model",
+                                                                               "Qwen2 模型的贪心解码 token"),
                  mistakes=golden.ref.greedy_mistakes(weights, config, ids, 4))

@@ -31,7 +31,7 @@ def test_the_rope_key_rotates_interleaved_pairs(impl, golden):
     _, k_pe = impl(MODULE).latent_kv(x, w, CONFIG)
     expected = torch.tensor([[[1.0, 0.0, 0.0, 0.0], [math.cos(1.0), math.sin(1.0), 0.0, 0.0]]])
     rotate_half = torch.tensor([[[1.0, 0.0, 0.0, 0.0], [math.cos(1.0), 0.0, math.sin(1.0), 0.0]]])
-    assert_close(k_pe, expected, name="RoPE key of a unit vector at positions 0 and 1",
+    assert_close(k_pe, expected, name=("RoPE key of a unit vector at positions 0 and 1", "单位向量在位置 0 和 1 处的 RoPE key"),
                  mistakes={golden.ref.ROTATE_HALF: rotate_half})
 
 
@@ -77,7 +77,8 @@ def test_absorbed_decode_step_equals_the_naive_form(impl, golden):
     absorbed = golden.ref.reference_absorbed_weights(w, CONFIG)
     assert_close(mla.mla_attention_absorbed(x[:, -1:], absorbed, CONFIG, c_kv, k_pe),
                  golden.ref.reference_mla(x[:, -1:], w, CONFIG, c_kv, k_pe),
-                 name="absorbed decode step", mistakes=golden.ref.mla_mistakes(x[:, -1:], w, CONFIG, c_kv, k_pe,
+                 name=("absorbed decode step",
+                       "吸收（absorbed）形式的 decode 步"), mistakes=golden.ref.mla_mistakes(x[:, -1:], w, CONFIG, c_kv, k_pe,
                                                                                absorbed=True))
 
 
@@ -86,9 +87,11 @@ def test_mla_caches_71x_less_than_mha_in_deepseek_v3(impl):
     v3 = {"num_heads": 128, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "kv_lora_rank": 512,
           "rope_theta": 10000.0, "rms_norm_eps": 1e-6}
     mla = impl(MODULE)
-    assert_equal(mla.kv_cache_bytes_per_token(v3, 61), (512 + 64) * 61 * 2, name="MLA bytes per token")
-    assert_equal(mla.kv_cache_bytes_per_token(v3, 61, "mha"), 128 * (192 + 128) * 61 * 2, name="MHA bytes per token")
+    assert_equal(mla.kv_cache_bytes_per_token(v3, 61), (512 + 64) * 61 * 2, name=("MLA bytes per token",
+                                                                                  "每个 token 的 MLA 字节数"))
+    assert_equal(mla.kv_cache_bytes_per_token(v3, 61, "mha"), 128 * (192 + 128) * 61 * 2, name=("MHA bytes per token",
+                                                                                                "每个 token 的 MHA 字节数"))
     assert_equal(mla.kv_cache_bytes_per_token(v3, 61, "gqa", num_kv_heads=8), 8 * 320 * 61 * 2,
-                 name="GQA (8 KV heads) bytes per token",
+                 name=("GQA (8 KV heads) bytes per token", "每个 token 的 GQA（8 个 KV 头）字节数"),
                  mistakes={("KV heads counted as all H query heads", "把全部 H 个 query 头都算作了 KV 头"):
                            128 * 320 * 61 * 2})

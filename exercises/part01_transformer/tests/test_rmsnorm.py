@@ -20,7 +20,7 @@ def test_rms_norm_matches_torch_in_fp32(impl, golden):
 def test_rms_norm_with_unit_weight_has_unit_rms(impl, gen):
     x = randn(3, 128, generator=gen, scale=5.0)
     y = impl(MODULE).rms_norm(x, torch.ones(128), eps=1e-6)
-    assert_close(y.pow(2).mean(-1), torch.ones(3), name="mean square of the output", rtol=1e-4, atol=1e-4)
+    assert_close(y.pow(2).mean(-1), torch.ones(3), name=("mean square of the output", "输出的均方值"), rtol=1e-4, atol=1e-4)
 
 
 def test_rms_norm_eps_goes_inside_the_square_root(impl, golden):

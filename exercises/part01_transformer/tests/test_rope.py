@@ -20,11 +20,12 @@ def test_defaults_are_base_10000_and_no_attention_scaling(impl):
     rope = impl(MODULE)
     inv_freq, _ = rope.rope_inv_freq(8)
     expected = torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75])
-    assert_close(inv_freq, expected, name="inv_freq with the default base",
+    assert_close(inv_freq, expected, name=("inv_freq with the default base", "默认 base 下的 inv_freq"),
                  mistakes={("the default base is not 10000",
                             "默认 base 不是 10000"): lambda: rope.rope_inv_freq(8, base=500000.0)[0]})
     cos, sin = rope.rope_cos_sin(expected, 3)
-    assert_close(cos[0], torch.ones(4), name="cos at position 0 with the default attention_scaling",
+    assert_close(cos[0], torch.ones(4), name=("cos at position 0 with the default attention_scaling",
+                                              "默认 attention_scaling 下位置 0 处的 cos"),
                  mistakes={(f"the default attention_scaling is {cos[0, 0].item():.4g}, not 1.0",
                             f"默认 attention_scaling 是 {cos[0, 0].item():.4g}，而不是 1.0"): cos[0]})
 
@@ -50,7 +51,7 @@ def test_yarn_ramp_bounds_are_clamped_and_guarded(impl, d, base, context, beta_f
         return (theta * (1 - r) + theta / 4.0 * r).float()
 
     expect(not (isinstance(got, torch.Tensor) and got.isnan().any()), "part01.yarn_nan", scaling=scaling)
-    assert_close(got, with_ramp(ramp), name=f"YaRN inv_freq for {scaling}",
+    assert_close(got, with_ramp(ramp), name=(f"YaRN inv_freq for {scaling}", f"{scaling} 的 YaRN inv_freq"),
                  mistakes={mistake[0]: with_ramp(mistake[1])} if mistake else None)
 
 
@@ -66,8 +67,8 @@ def test_cos_sin_with_an_offset_continue_the_sequence(impl):
     inv_freq, _ = rope.rope_inv_freq(8)
     cos_all, sin_all = rope.rope_cos_sin(inv_freq, 7)
     cos, sin = rope.rope_cos_sin(inv_freq, 2, offset=5)
-    assert_close(cos, cos_all[5:], name="cos at positions 5, 6")
-    assert_close(sin, sin_all[5:], name="sin at positions 5, 6")
+    assert_close(cos, cos_all[5:], name=("cos at positions 5, 6", "位置 5、6 处的 cos"))
+    assert_close(sin, sin_all[5:], name=("sin at positions 5, 6", "位置 5、6 处的 sin"))
 
 
 def test_a_two_dimensional_head_turns_counter_clockwise(impl):
@@ -93,7 +94,8 @@ def test_scores_depend_only_on_the_distance(impl, gen):
         ck, sk = rope.rope_cos_sin(inv_freq, 1, offset=n)
         return (rope.apply_rope(q, cq, sq) * rope.apply_rope(k, ck, sk)).sum().reshape(1)
 
-    assert_close(score(10, 8), score(3, 1), name="q.k at distance 2", rtol=1e-4, atol=1e-4)  # fp32 angle rounding
+    assert_close(score(10, 8), score(3, 1), name=("q.k at distance 2",
+                                                  "距离为 2 时的 q.k"), rtol=1e-4, atol=1e-4)  # fp32 angle rounding
 
 
 def test_rotate_half_pairs_dimension_i_with_i_plus_half(impl):
@@ -104,7 +106,8 @@ def test_rotate_half_pairs_dimension_i_with_i_plus_half(impl):
     got = impl(MODULE).apply_rope(x, cos, sin)  # the default pairing is rotate_half
     rotate_half = torch.tensor([1 * c - 3 * s, 2.0, 1 * s + 3 * c, 4.0]).view(1, 1, 1, 4)
     interleaved = torch.tensor([1 * c - 2 * s, 1 * s + 2 * c, 3.0, 4.0]).view(1, 1, 1, 4)
-    assert_close(got, rotate_half, name="apply_rope with the default pairing (rotate_half)",
+    assert_close(got, rotate_half, name=("apply_rope with the default pairing (rotate_half)",
+                                         "默认配对方式（rotate_half）下的 apply_rope"),
                  mistakes={("interleaved pairs (2i, 2i + 1) used instead of rotate-half pairs (i, i + D/2)",
                             "用了交错配对 (2i, 2i + 1)，而不是 rotate-half 配对 (i, i + D/2)"): interleaved})
 
@@ -120,10 +123,11 @@ def test_llama3_scaling_interpolates_long_waves_and_smooths_the_middle(impl):
     smooth = (context / (2 * math.pi / 0.01) - 1.0) / (4.0 - 1.0)  # 0 at wavelength 1000, 1 at 250
     expected = torch.tensor([1.0, 0.1, 0.01 * ((1 - smooth) / factor + smooth), 0.001 / factor])
     swapped = torch.tensor([1.0, 0.1, 0.01 / factor, 0.001 / factor])
-    assert_close(got, expected, name=f"inv_freq for {scaling}",
+    assert_close(got, expected, name=(f"inv_freq for {scaling}", f"{scaling} 的 inv_freq"),
                  mistakes={("low_freq_factor and high_freq_factor swapped",
                             "low_freq_factor 与 high_freq_factor 用反了"): swapped})
-    assert_equal(float(attention_scaling), 1.0, name="attention_scaling of Llama 3 scaling (it has none: 1.0)")
+    assert_equal(float(attention_scaling), 1.0, name=("attention_scaling of Llama 3 scaling (it has none: 1.0)",
+                                                      "Llama 3 scaling 的 attention_scaling（它没有缩放：1.0）"))
 
 
 def test_yarn_returns_its_attention_scaling(impl):
@@ -131,6 +135,6 @@ def test_yarn_returns_its_attention_scaling(impl):
     scaling = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}
     _, attention_scaling = impl(MODULE).rope_inv_freq(8, scaling=scaling)
     assert_close(torch.tensor([float(attention_scaling)]), torch.tensor([0.1 * math.log(4.0) + 1.0]),
-                 name=f"YaRN attention_scaling for {scaling}",
+                 name=(f"YaRN attention_scaling for {scaling}", f"{scaling} 的 YaRN attention_scaling"),
                  mistakes={("YaRN's attention scaling was not returned (1.0 instead of 0.1 ln(factor) + 1)",
                             "没有返回 YaRN 的注意力缩放（返回了 1.0，而不是 0.1 ln(factor) + 1）"): torch.tensor([1.0])})

@@ -36,7 +36,8 @@ def test_top_k_on_random_logits_keeps_the_k_largest(impl, golden):
 def test_top_p_keeps_the_token_that_reaches_p(impl, golden):
     z = log_probs(0.05, 0.5, 0.15, 0.3)
     m = impl(MODULE)
-    assert_equal(m.top_p_filter(z, 0.1), torch.where(z == z.max(), z, -INF), name="p=0.1 (top token only)",
+    assert_equal(m.top_p_filter(z, 0.1), torch.where(z == z.max(), z, -INF), name=("p=0.1 (top token only)",
+                                                                                   "p=0.1（只保留概率最高的 token）"),
                  mistakes=golden.ref.top_p_mistakes(z, 0.1))
     # 0.5 < 0.7, 0.5 + 0.3 >= 0.7: the 0.3 token crosses p and is kept
     assert_equal(m.top_p_filter(z, 0.7), torch.tensor([[-INF, z[0, 1], -INF, z[0, 3]]]), name="p=0.7",
@@ -49,7 +50,8 @@ def test_top_p_keeps_tied_tokens_together(impl, golden):
     z = torch.tensor([[1.0, 1.0, 1.0, 0.0]])  # three tied tokens of probability 0.30 each, then 0.11
     # p = 0.5: nothing is more likely than the tied tokens (0 < p), so all three stay; transformers'
     # TopPLogitsWarper would cut inside the tie (the diagnosis names it)
-    assert_equal(impl(MODULE).top_p_filter(z, 0.5), torch.tensor([[1.0, 1.0, 1.0, -INF]]), name="p=0.5 with ties",
+    assert_equal(impl(MODULE).top_p_filter(z, 0.5), torch.tensor([[1.0, 1.0, 1.0, -INF]]), name=("p=0.5 with ties",
+                                                                                                 "有并列时 p=0.5"),
                  mistakes=golden.ref.top_p_mistakes(z, 0.5))
 
 
@@ -70,8 +72,8 @@ def test_repetition_penalty_lowers_seen_tokens_of_either_sign(impl, golden):
 def test_sample_is_greedy_at_temperature_zero_and_reproducible(impl, seed, gen):
     z = randn(32, 20, generator=gen)
     m = impl(MODULE)
-    assert_equal(m.sample(z, seed=seed, temperature=0.0), z.argmax(-1), name="greedy tokens")
-    assert_equal(m.sample(z, seed=seed), m.sample(z, seed=seed), name="two draws with the same seed")
+    assert_equal(m.sample(z, seed=seed, temperature=0.0), z.argmax(-1), name=("greedy tokens", "贪心解码的 token"))
+    assert_equal(m.sample(z, seed=seed), m.sample(z, seed=seed), name=("two draws with the same seed", "同一种子的两次采样"))
 
 
 def test_sample_leaves_the_global_rng_alone(impl, seed, gen, golden):

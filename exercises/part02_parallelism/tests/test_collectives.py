@@ -44,7 +44,7 @@ def test_ring_all_reduce_on_gloo(impl, gen):
     xs = [randn(5, generator=gen) for _ in range(2)]
     results = run_ranks(impl, MODULE, "ring_all_reduce", [(x, r, 2) for r, x in enumerate(xs)], backend="gloo")
     for rank, res in enumerate(results):
-        assert_close(res.value, xs[0] + xs[1], name=f"gloo rank {rank}")
+        assert_close(res.value, xs[0] + xs[1], name=(f"gloo rank {rank}", f"gloo 后端的 rank {rank}"))
 
 
 def test_all_reduce_bus_bandwidth_on_8_ranks(impl):

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from infralab.distributed import assert_ring_traffic, run_ranks
-from infralab.i18n import tr
+from infralab.i18n import localized, tr
 from infralab.testing import Mismatch, assert_close, assert_equal, randn
 
 MODULE = "part02_parallelism.context_parallel"
@@ -24,9 +24,9 @@ def test_merge_partials_of_two_halves_equals_attention_over_all_keys(impl, golde
         parts.append((scores.softmax(-1) @ v[:, keys], scores.logsumexp(-1)))
     (oa, la), (ob, lb) = parts
     out, lse = impl(MODULE).merge_partials(oa, la, ob, lb)
-    assert_close(out, F.scaled_dot_product_attention(q, k, v), name="merged output",
+    assert_close(out, F.scaled_dot_product_attention(q, k, v), name=("merged output", "合并后的输出"),
                  mistakes=golden.ref.merge_mistakes(oa, la, ob, lb))
-    assert_close(lse, (q @ k.transpose(-1, -2) / 2).logsumexp(-1), name="merged lse")
+    assert_close(lse, (q @ k.transpose(-1, -2) / 2).logsumexp(-1), name=("merged lse", "合并后的 lse"))
 
 
 def test_block_attention_gives_zero_and_minus_inf_for_rows_that_see_no_key(impl, golden):
@@ -34,10 +34,11 @@ def test_block_attention_gives_zero_and_minus_inf_for_rows_that_see_no_key(impl,
     q, k, v = (randn(1, 1, 2, 4, generator=golden.gen) for _ in range(3))
     out, lse = impl(MODULE).block_attention(q, k, v, torch.tensor([0, 1]), torch.tensor([2, 3]), True)
     if bool(torch.isnan(out).any()):
-        raise Mismatch(tr("part02.cp.nan", name="output of fully masked rows", count=int(torch.isnan(out).sum())),
+        raise Mismatch(tr("part02.cp.nan", name=localized(("output of fully masked rows", "完全被掩码的行的输出")),
+                          count=int(torch.isnan(out).sum())),
                        golden.ref.NAN_ON_EMPTY_ROWS)
-    assert_close(out, torch.zeros(1, 1, 2, 4), name="output of fully masked rows")
-    assert_close(lse, torch.full((1, 1, 2), float("-inf")), name="lse of fully masked rows")
+    assert_close(out, torch.zeros(1, 1, 2, 4), name=("output of fully masked rows", "完全被掩码的行的输出"))
+    assert_close(lse, torch.full((1, 1, 2), float("-inf")), name=("lse of fully masked rows", "完全被掩码的行的 lse"))
 
 
 def test_block_attention_of_a_causal_block_equals_sdpa(impl, golden):
@@ -45,10 +46,10 @@ def test_block_attention_of_a_causal_block_equals_sdpa(impl, golden):
     positions = torch.arange(5)
     out, lse = impl(MODULE).block_attention(q, k, v, positions, positions, True)
     scores = (q @ k.transpose(-1, -2) / 2).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), float("-inf"))
-    assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), name="causal block output",
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), name=("causal block output", "因果块的输出"),
                  mistakes={("scores not scaled by 1/sqrt(D)", "注意力分数没有除以 sqrt(D)"):
                            F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)})
-    assert_close(lse, scores.logsumexp(-1), name="causal block lse")
+    assert_close(lse, scores.logsumexp(-1), name=("causal block lse", "因果块的 lse"))
 
 
 def test_rank_positions_of_8_tokens_on_2_ranks(impl, golden):
@@ -69,6 +70,7 @@ def test_ring_attention_on_3_ranks_equals_full_attention(impl, golden, causal):
     results = run_ranks(impl, MODULE, "ring_attention", args)
     for rank, res in enumerate(results):
         out, _ = res.value
-        assert_close(out, full[..., positions[rank], :], name=f"rank {rank}'s rows (causal={causal})",
+        assert_close(out, full[..., positions[rank], :], name=(f"rank {rank}'s rows (causal={causal})",
+                                                               f"rank {rank} 的行（causal={causal}）"),
                      mistakes=golden.ref.ring_mistakes(q, k, v, rank, W, causal))
     assert_ring_traffic(results, 2 * 2 * 4 * 4 * W, W, phases=1, name="ring_attention")

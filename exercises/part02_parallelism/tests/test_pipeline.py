@@ -43,17 +43,19 @@ def test_interleaved_schedule_on_2_stages_2_chunks_2_microbatches(impl):
 def test_bubble_ratio_of_4_stages_8_microbatches(impl, golden):
     got = torch.tensor([float(impl(MODULE).bubble_ratio(4, 8)), float(impl(MODULE).bubble_ratio(4, 8, 2))],
                        dtype=torch.float64)
-    assert_close(got, torch.tensor([3 / 11, 3 / 19], dtype=torch.float64), name="bubble ratio with v = 1 and v = 2",
+    assert_close(got, torch.tensor([3 / 11, 3 / 19], dtype=torch.float64), name=("bubble ratio with v = 1 and v = 2",
+                                                                                 "v = 1 与 v = 2 时的气泡率"),
                  mistakes={label: torch.tensor([3 / 11, value], dtype=torch.float64)
                            for label, value in golden.ref.closed_form_mistakes(4, 8, 2).items()})
 
 
 def test_simulated_1f1b_holds_at_most_p_minus_r_microbatches(impl):
     out = impl(MODULE).simulate(impl(MODULE).one_f_one_b_schedule(4, 8), 8, 1)
-    assert_equal(int(out["makespan"]), 22, name="makespan = 2 (m + p - 1) ticks")
-    assert_equal([int(x) for x in out["peak_in_flight"]], [4, 3, 2, 1], name="peak in-flight micro-batches per rank")
+    assert_equal(int(out["makespan"]), 22, name=("makespan = 2 (m + p - 1) ticks", "makespan = 2 (m + p - 1) 个时间步"))
+    assert_equal([int(x) for x in out["peak_in_flight"]], [4, 3, 2, 1], name=("peak in-flight micro-batches per rank",
+                                                                              "每个 rank 在途 micro-batch 的峰值"))
     assert_close(torch.tensor(float(out["bubble_ratio"]), dtype=torch.float64),
-                 torch.tensor(3 / 11, dtype=torch.float64), name="simulated bubble ratio")
+                 torch.tensor(3 / 11, dtype=torch.float64), name=("simulated bubble ratio", "模拟得到的气泡率"))
 
 
 def test_simulator_waits_for_the_next_stages_gradient(impl):
@@ -78,10 +80,10 @@ def test_1f1b_step_gives_the_gradients_of_the_whole_model(impl, golden):
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, p) for r in range(p)])
     grad_w, grad_b, loss = golden.ref.reference_step(weights, biases, xs, ts)
     for rank, res in enumerate(results):
-        assert_close(res.value[0], grad_w[rank], name=f"rank {rank}: grad of W",
+        assert_close(res.value[0], grad_w[rank], name=(f"rank {rank}: grad of W", f"rank {rank}：W 的梯度"),
                      mistakes=golden.ref.step_mistakes(weights, biases, xs, ts, rank))
-        assert_close(res.value[1], grad_b[rank], name=f"rank {rank}: grad of b")
-    assert_close(results[1].value[2], loss, name="loss on the last rank")
+        assert_close(res.value[1], grad_b[rank], name=(f"rank {rank}: grad of b", f"rank {rank}：b 的梯度"))
+    assert_close(results[1].value[2], loss, name=("loss on the last rank", "最后一个 rank 上的损失"))
 
 
 def test_1f1b_step_sends_in_1f1b_order_on_3_stages(impl, gen, golden):
@@ -92,6 +94,7 @@ def test_1f1b_step_sends_in_1f1b_order_on_3_stages(impl, gen, golden):
     results = run_ranks(impl, MODULE, "pipeline_1f1b_step", [(weights[r], biases[r], xs, ts, r, p) for r in range(p)])
     if results[1].collectives:
         raise Mismatch(tr("part02.pipeline.collectives", rank=1, names=results[1].collectives))
-    assert_equal([d for d, _ in results[1].sends], [2, 2, 0, 2, 0, 0], name="rank 1: destinations of its sends",
+    assert_equal([d for d, _ in results[1].sends], [2, 2, 0, 2, 0, 0], name=("rank 1: destinations of its sends",
+                                                                             "rank 1：其发送的目标"),
                  mistakes={("GPipe order: all activations sent before any gradient", "GPipe 顺序：先发完所有激活再发梯度"):
                            [2, 2, 2, 0, 0, 0]})

@@ -32,7 +32,8 @@ def test_column_parallel_linear_gives_each_rank_its_output_columns(impl, gen):
     results = run_ranks(impl, MODULE, "column_parallel_linear",
                         [(x, shard(w, n, 0, r), shard(b, n, 0, r), r, n) for r in range(n)], allow_collectives=True)
     for rank, res in enumerate(results):
-        assert_close(res.value, shard(F.linear(x, w, b), n, -1, rank), name=f"rank {rank}'s output columns")
+        assert_close(res.value, shard(F.linear(x, w, b), n, -1, rank), name=(f"rank {rank}'s output columns",
+                                                                             f"rank {rank} 的输出列"))
     assert_traffic(results, {}, "column_parallel_linear (no communication)", NO_GATHER)
 
 
@@ -57,7 +58,7 @@ def test_row_parallel_linear_adds_the_bias_once(impl, gen):
                         [(shard(x, n, -1, r), shard(w, n, 1, r), b, r, n) for r in range(n)], allow_collectives=True)
     expected = F.linear(x, w, b)
     for rank, res in enumerate(results):
-        assert_close(res.value, expected, name=f"rank {rank}'s output",
+        assert_close(res.value, expected, name=(f"rank {rank}'s output", f"rank {rank} 的输出"),
                      mistakes={("the bias added on every rank before the all-reduce (counted n times)",
                                 "每个 rank 都在 AllReduce 前加了偏置（被加了 n 次）"): expected + (n - 1) * b})
     assert_traffic(results, one_all_reduce(expected), "row_parallel_linear", NO_GATHER)
@@ -75,7 +76,7 @@ def test_tp_mlp_one_all_reduce_forward_and_one_backward(impl, gen):
     y = F.linear(F.gelu(F.linear(xr, w1, b1)), w2, b2)
     (grad_x,) = torch.autograd.grad(y, xr, grad_y)
     for rank in range(n):
-        assert_close(forward[rank].value, y.detach(), name=f"rank {rank}'s MLP output")
+        assert_close(forward[rank].value, y.detach(), name=(f"rank {rank}'s MLP output", f"rank {rank} 的 MLP 输出"))
         assert_close(backward[rank].value[0], grad_x, name=f"rank {rank}'s MLP grad_x")
     assert_traffic(forward, one_all_reduce(x), "tp_mlp", NO_GATHER)
     assert_traffic(backward, one_all_reduce(x), "tp_mlp_backward", NO_GATHER)
@@ -88,7 +89,7 @@ def test_vocab_parallel_embedding_looks_up_only_its_own_rows(impl, gen):
                         allow_collectives=True)
     clamped = sum(shard(w, n, 0, r)[(ids - 3 * r).clamp(0, 2)] for r in range(n))
     for rank, res in enumerate(results):
-        assert_close(res.value, w[ids], name=f"rank {rank}'s embeddings",
+        assert_close(res.value, w[ids], name=(f"rank {rank}'s embeddings", f"rank {rank} 的嵌入"),
                      mistakes={("ids outside this rank's range looked up anyway (clamped) instead of giving zeros",
                                 "不属于本 rank 的 id 也被查表（截断）而不是贡献 0"): clamped})
 
@@ -105,7 +106,8 @@ def test_vocab_parallel_cross_entropy_equals_f_cross_entropy(impl, gen, scale):
         - logits.double().gather(-1, targets[:, None])[:, 0]
     for rank, res in enumerate(results):
         assert_close(res.value, F.cross_entropy(logits.double(), targets, reduction="none").float(),
-                     name=f"rank {rank}'s loss (logits x {scale:g})", atol=cancellation_atol(logits),
+                     name=(f"rank {rank}'s loss (logits x {scale:g})",
+                           f"rank {rank} 的损失（logits x {scale:g}）"), atol=cancellation_atol(logits),
                      mistakes={("each rank subtracts its own max: the max must be all-reduced (ReduceOp.MAX) first",
                                 "每个 rank 减去自己的最大值：最大值必须先用 ReduceOp.MAX 做 AllReduce"):
                                local_max.float()})
@@ -126,4 +128,5 @@ def test_tp_mlp_on_gloo(impl):
                         [(x, shard(w1, n, 0, r), shard(b1, n, 0, r), shard(w2, n, 1, r), b2, r, n) for r in range(n)],
                         backend="gloo", allow_collectives=True)
     for rank, res in enumerate(results):
-        assert_close(res.value, F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2), name=f"gloo rank {rank}")
+        assert_close(res.value, F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2), name=(f"gloo rank {rank}",
+                                                                                     f"gloo 后端的 rank {rank}"))

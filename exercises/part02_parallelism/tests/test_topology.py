@@ -37,8 +37,10 @@ def test_coords_to_rank_inverts_rank_to_coords(impl):
 
 def test_tp_groups_are_neighbours_and_dp_groups_are_strided(impl, golden):
     m = impl(MODULE)
-    assert_equal([list(map(int, g)) for g in m.group_ranks("tp", TP2_DP2, ORDER)], [[0, 1], [2, 3]], name="tp groups")
-    assert_equal([list(map(int, g)) for g in m.group_ranks("dp", TP2_DP2, ORDER)], [[0, 2], [1, 3]], name="dp groups",
+    assert_equal([list(map(int, g)) for g in m.group_ranks("tp", TP2_DP2, ORDER)], [[0, 1], [2, 3]], name=("tp groups",
+                                                                                                           "tp 组"))
+    assert_equal([list(map(int, g)) for g in m.group_ranks("dp", TP2_DP2, ORDER)], [[0, 2], [1, 3]], name=("dp groups",
+                                                                                                           "dp 组"),
                  mistakes=golden.ref.groups_mistakes("dp", TP2_DP2, ORDER))
 
 

@@ -19,7 +19,8 @@ def test_shard_size_of_10_elements_on_4_ranks(impl):
 
 def test_flatten_and_pad_pads_with_zeros(impl, golden):
     flat = impl(MODULE).flatten_and_pad([torch.ones(2, 2), torch.full((3,), 2.0)], 3)
-    assert_equal(tuple(flat.shape), (9,), name="shape of the flat buffer for 7 elements on 3 ranks",
+    assert_equal(tuple(flat.shape), (9,), name=("shape of the flat buffer for 7 elements on 3 ranks",
+                                                "7 个元素分到 3 个 rank 时扁平缓冲区的形状"),
                  mistakes={golden.ref.UNPADDED: (7,)})
     assert_close(flat, torch.tensor([1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 0.0, 0.0]))
 
@@ -53,7 +54,7 @@ def test_adamw_update_matches_torch_over_three_steps(impl, golden):
     for t, grad in enumerate(grads, start=1):
         p, m, v = impl(MODULE).adamw_update(p, grad, m, v, t, 0.01, (0.9, 0.999), 1e-8, 0.1)
     expected, _, _ = golden.ref.torch_adamw(param, grads, 0.01, (0.9, 0.999), 1e-8, 0.1)
-    assert_close(p, expected, name="parameter after 3 AdamW steps",
+    assert_close(p, expected, name=("parameter after 3 AdamW steps", "3 步 AdamW 之后的参数"),
                  mistakes=golden.ref.adamw_mistakes(param, grads, 0.01, (0.9, 0.999), 1e-8, 0.1))
 
 
@@ -71,8 +72,10 @@ def test_zero_adamw_step_averages_gradients_over_two_simulated_ranks(impl, golde
         if not isinstance(res.value, (tuple, list)) or len(res.value) != 3:
             raise Mismatch(tr("part02.zero.step_triple", rank=rank, got=type(res.value).__name__))
         got_flat, got_m, got_v = res.value
-        assert_close(got_flat[:5], want["params"], name=f"rank {rank}: gathered parameters",
+        assert_close(got_flat[:5], want["params"], name=(f"rank {rank}: gathered parameters", f"rank {rank}：收集到的参数"),
                      mistakes=want["mistakes"][rank])
         own = slice(3 * rank, min(3 * rank + 3, 5))
-        assert_close(got_m[:own.stop - own.start], want["exp_avg"][own], name=f"rank {rank}: exp_avg shard")
-        assert_close(got_v[:own.stop - own.start], want["exp_avg_sq"][own], name=f"rank {rank}: exp_avg_sq shard")
+        assert_close(got_m[:own.stop - own.start], want["exp_avg"][own], name=(f"rank {rank}: exp_avg shard",
+                                                                               f"rank {rank}：exp_avg 分片"))
+        assert_close(got_v[:own.stop - own.start], want["exp_avg_sq"][own], name=(f"rank {rank}: exp_avg_sq shard",
+                                                                                  f"rank {rank}：exp_avg_sq 分片"))

@@ -17,7 +17,8 @@ def test_fused_add_rmsnorm_matches_torch(impl, gen):
 def test_fused_add_rmsnorm_width_not_a_power_of_two(impl, gen):
     x, r, w = randn(3, 50, generator=gen), randn(3, 50, generator=gen), torch.ones(50)
     out, _ = impl(MODULE).fused_add_rmsnorm(x, r, w, eps=1e-6)
-    assert_close(out.pow(2).mean(-1), torch.ones(3), name="mean square of out with unit weight", rtol=1e-4, atol=1e-4)
+    assert_close(out.pow(2).mean(-1), torch.ones(3), name=("mean square of out with unit weight",
+                                                           "单位权重时 out 的均方值"), rtol=1e-4, atol=1e-4)
 
 
 def rmsnorm_in_fp32(s, w, eps):

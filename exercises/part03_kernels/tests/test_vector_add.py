@@ -37,4 +37,5 @@ def test_vector_add_writes_every_block(impl, gen):
                    "(use pid * BLOCK_SIZE + arange(BLOCK_SIZE))",
                    f"offsets = pid + arange(BLOCK_SIZE)（BLOCK_SIZE {block}）：漏乘了块大小 "
                    "（应为 pid * BLOCK_SIZE + arange(BLOCK_SIZE)）")] = front
-    assert_equal(written, torch.ones(n, dtype=torch.bool), name="elements of the output written", mistakes=no_stride)
+    assert_equal(written, torch.ones(n, dtype=torch.bool), name=("elements of the output written",
+                                                                 "输出中被写入的元素"), mistakes=no_stride)

@@ -25,7 +25,8 @@ def test_paged_forward_of_a_mixed_batch_gives_each_sequence_its_own_logits(impl,
     rows = run_paged_steps(impl(MODULE).paged_forward, weights, config, seqs, steps, block_size=2, gen=golden.gen)
     for s, chunks in enumerate([[4, 3], [5, 1], [3]]):
         ids = torch.tensor([seqs[s]])
-        assert_close(rows[s], golden.ref.chunk_logits(weights, config, ids, chunks), name=f"logits of sequence {s}",
+        assert_close(rows[s], golden.ref.chunk_logits(weights, config, ids, chunks), name=(f"logits of sequence {s}",
+                                                                                           f"序列 {s} 的 logits"),
                      mistakes=golden.ref.paged_forward_mistakes(weights, config, ids, chunks))
 
 
@@ -55,7 +56,9 @@ def test_batched_greedy_equals_each_request_decoded_alone(impl, golden):
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=64)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=6))
     refs = [golden.ref.greedy_reference(weights, config, p, 6) for p in prompts]
-    assert_same_tokens(got, refs, what="batched greedy", diagnosis=positions_diagnosis(golden, weights, config, prompts, 6))
+    assert_same_tokens(got, refs,
+                       what=("batched greedy", "批处理的贪心解码"),
+                       diagnosis=positions_diagnosis(golden, weights, config, prompts, 6))
 
 
 def test_chunked_prefill_changes_no_token(impl, golden):
@@ -64,7 +67,7 @@ def test_chunked_prefill_changes_no_token(impl, golden):
     engine = impl(MODULE).LLMEngine(weights, config, num_blocks=32, block_size=4, max_num_batched_tokens=3)
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=5))
     refs = [golden.ref.greedy_reference(weights, config, p, 5) for p in prompts]
-    assert_same_tokens(got, refs, what="chunked prefill", diagnosis=diagnose_with_control(
+    assert_same_tokens(got, refs, what=("chunked prefill", "分块 prefill"), diagnosis=diagnose_with_control(
         refs, lambda: roomy(impl, weights, config, prompts, max_tokens=5), golden.ref.CHANGED_BY_CHUNKING,
         positions_diagnosis(golden, weights, config, prompts, 5)))
 
@@ -79,7 +82,7 @@ def test_preemption_by_recompute_changes_no_token(impl, golden):
     expect(stats["preemptions"] > 0, "engine.no_preemption", blocks=7, block_size=2, stats=stats)
     refs = [golden.ref.greedy_reference(weights, config, p, 8) for p in prompts]
     dropped, changed = golden.ref.DROPPED_ON_PREEMPTION, golden.ref.CHANGED_BY_PREEMPTION
-    assert_same_tokens(got, refs, what="greedy with preemption", diagnosis=diagnose_with_control(
+    assert_same_tokens(got, refs, what=("greedy with preemption", "有抢占时的贪心解码"), diagnosis=diagnose_with_control(
         refs, lambda: roomy(impl, weights, config, prompts, max_tokens=8),
         lambda out: dropped_before_preemption(out, refs, dropped) or changed,
         positions_diagnosis(golden, weights, config, prompts, 8)))
@@ -95,7 +98,8 @@ def test_prefix_cache_hits_change_nothing_and_are_counted(impl, golden):
     prompts = [shared, shared[:6] + random_prompts(golden.gen, [4])[0]]
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=4))
     refs = [golden.ref.greedy_reference(weights, config, p, 4) for p in [shared] + prompts]
-    assert_same_tokens(first + got, refs, what="greedy with prefix caching", diagnosis=diagnose_with_control(
+    assert_same_tokens(first + got, refs,
+                       what=("greedy with prefix caching", "启用前缀缓存时的贪心解码"), diagnosis=diagnose_with_control(
         refs, lambda: roomy(impl, weights, config, [shared], prompts, max_tokens=4), golden.ref.CHANGED_BY_PREFIX_CACHE,
         positions_diagnosis(golden, weights, config, [shared] + prompts, 4)))
     for rid, want in [(0, 0), (1, 8), (2, 4)]:
@@ -119,7 +123,9 @@ def test_a_prefix_cache_hit_never_returns_a_block_holding_other_tokens(impl, gol
     label = golden.ref.HIT_HOLDS_OTHER_TOKENS
     cached = [engine.metrics(r)["cached_tokens"] for r in range(3)]
     want = [0, 8, 8]
-    assert_same_tokens(got, refs, what="greedy after a misleading prefix", diagnosis=label if cached != want else None)
+    assert_same_tokens(got, refs,
+                       what=("greedy after a misleading prefix", "遇到误导性前缀之后的贪心解码"),
+                       diagnosis=label if cached != want else None)
     if cached != want:
         raise Mismatch(tr("engine.cached_tokens", what="metrics(0..2)", got=cached, want=want), label)
 
@@ -133,7 +139,7 @@ def test_eos_ends_a_request_and_is_its_last_token(impl, golden):
     got = engine.generate(prompts, impl(MODULE).SamplingParams(max_tokens=8, eos_token_id=eos))
     refs = [golden.ref.greedy_reference(weights, config, p, 8, eos=eos) for p in prompts]
     late, dropped = golden.ref.EOS_LATE, golden.ref.EOS_DROPPED
-    assert_same_tokens(got, refs, what=f"greedy with eos_token_id={eos}",
+    assert_same_tokens(got, refs, what=(f"greedy with eos_token_id={eos}", f"eos_token_id={eos} 时的贪心解码"),
                        diagnosis=lambda out: next((d for d in (diagnose_eos(o, r[0], late, dropped) for o, r in
                                                    zip(out, refs)) if d), None))
 
@@ -154,12 +160,15 @@ def test_sampling_is_reproducible_per_request_and_independent_of_the_batch(impl,
     batch = run(params, [0, 1, 2])
     # top_k=1 is greedy whatever the temperature: request 1 keeps its own parameters in the batch
     refs = [golden.ref.greedy_reference(weights, config, prompts[1], 5)]
-    assert_same_tokens([batch[1]], refs, what="request 1 (top_k=1) in a tempered batch", diagnosis=diagnose_with_control(
+    assert_same_tokens([batch[1]], refs,
+                       what=("request 1 (top_k=1) in a tempered batch", "带温度的批次中的请求 1（top_k=1）"),
+                       diagnosis=diagnose_with_control(
         refs, lambda: roomy(impl, weights, config, [prompts[1]], max_tokens=5), golden.ref.PARAMS_IGNORED))
     again = run(params, [0, 1, 2])
     expect(batch == again, "engine.not_reproducible", first=batch, second=again)
     # request 2 waits for budget in the batch; alone it starts at once: the same tokens all the same
-    assert_same_tokens([batch[2]], [(run(params, [2])[0], [1.0] * 5)], what="request 2 in a batch vs alone",
+    assert_same_tokens([batch[2]], [(run(params, [2])[0], [1.0] * 5)],
+                       what=("request 2 in a batch vs alone", "请求 2 在批次中与单独运行对比"),
                        diagnosis=golden.ref.BATCH_DEPENDENT)
 
 

@@ -70,7 +70,7 @@ def test_append_after_forking_a_sequence_shorter_than_one_block_leaves_the_other
     cache.append(0, *kv(1, gen))
     parent = cache.block_table(0)
     expect(parent != cache.block_table(1), "part04.kv.cow_short_fork_skipped", table=parent)
-    assert_close(cache.gather(1)[0], k0, name="the child's K after its parent appended")
+    assert_close(cache.gather(1)[0], k0, name=("the child's K after its parent appended", "父序列追加之后子序列的 K"))
 
 
 def test_a_full_last_block_stays_shared_and_a_fitting_append_needs_no_free_block(impl, gen):
@@ -104,10 +104,12 @@ def test_freeing_a_fork_keeps_the_blocks_its_parent_still_reads(impl, gen):
     cache, k0 = forked_cache(impl, gen, 8)
     cache.free(1)
     shared = cache.block_table(0)
-    assert_equal(cache.num_free_blocks(), 2, name="free blocks after freeing the fork (4 blocks, 2 still the parent's)",
+    assert_equal(cache.num_free_blocks(), 2, name=("free blocks after freeing the fork (4 blocks, 2 still the parent's)",
+                                                   "释放分叉后的空闲块（4 个块，其中 2 个仍属于父序列）"),
                  mistakes={("free() returned shared blocks to the free list without looking at their ref counts",
                             "free() 不看引用计数就把共享的块放回了空闲列表"): 4})
-    assert_equal([cache.ref_count(b) for b in shared], [1, 1], name="ref counts of the parent's blocks")
+    assert_equal([cache.ref_count(b) for b in shared], [1, 1], name=("ref counts of the parent's blocks", "父序列各块的引用计数"))
     cache.add_sequence(2)
     cache.append(2, *kv(8, gen))  # takes the 2 free blocks; must not overwrite the parent's
-    assert_close(cache.gather(0)[0], k0, name="the parent's K after the fork was freed and another sequence appended")
+    assert_close(cache.gather(0)[0], k0, name=("the parent's K after the fork was freed and another sequence appended",
+                                               "分叉被释放且另一序列追加之后父序列的 K"))

@@ -24,14 +24,14 @@ def one_hot_logits(tokens, vocab=8):
 def test_greedy_keeps_the_agreeing_prefix_then_emits_the_target_token(impl):
     target = one_hot_logits([3, 1, 4, 1, 5])  # argmax per row; row 4 is the bonus position
     got = impl(MODULE).greedy_verify(torch.tensor([3, 1, 6, 1]), target)
-    assert_equal(got.tolist(), [3, 1, 4], name="greedy output",
+    assert_equal(got.tolist(), [3, 1, 4], name=("greedy output", "贪心解码的输出"),
                  mistakes={("stopped at the disagreement without the target's token", "在不一致处停止，没有输出目标模型的 token"): [3, 1],
                            ("emitted the draft's token at the disagreement", "在不一致处输出了草稿 token"): [3, 1, 6]})
 
 
 def test_greedy_adds_the_bonus_token_when_the_whole_draft_agrees(impl):
     got = impl(MODULE).greedy_verify(torch.tensor([3, 1, 4, 1]), one_hot_logits([3, 1, 4, 1, 5]))
-    assert_equal(got.tolist(), [3, 1, 4, 1, 5], name="greedy output",
+    assert_equal(got.tolist(), [3, 1, 4, 1, 5], name=("greedy output", "贪心解码的输出"),
                  mistakes={("no bonus token after a fully accepted draft", "草稿全部被接受后没有 bonus token"): [3, 1, 4, 1]})
 
 
@@ -63,7 +63,8 @@ def test_rejection_keeps_tokens_the_target_likes_and_replaces_those_it_never_emi
                                            seed)
     assert_equal(n, torch.tensor([0, 3, 1]).repeat(64), name="num_accepted")
     assert_equal(out, torch.tensor([[1, -1, -1, -1], [0, 0, 0, 3], [0, 1, -1, -1]]).repeat(64, 1),
-                 name="output tokens (rejected token 2 -> 1 from the residual; all accepted -> bonus 3; -1 after)")
+                 name=("output tokens (rejected token 2 -> 1 from the residual; all accepted -> bonus 3; -1 after)",
+                       "输出 token（被拒的 token 2 -> 从残差分布采得 1；全部接受 -> 额外 token 3；其后为 -1）"))
 
 
 def test_the_first_token_follows_the_target_distribution(impl, seed):
@@ -75,8 +76,8 @@ def test_the_first_token_follows_the_target_distribution(impl, seed):
                                            p.expand(20000, 2, 4).contiguous(), seed + OWN_STREAM)
     both, residual = torch.minimum(p, q), torch.tensor([0.0, 0.75, 0.25, 0.0])  # alpha = 0.6
     inverted = q * torch.clamp(q / p, max=1)
-    assert_draws_follow(out[:, 0], p, name="first emitted token", false_alarm=1e-9,
+    assert_draws_follow(out[:, 0], p, name=("first emitted token", "第一个输出的 token"), false_alarm=1e-9,
                         mistakes={("accepted with min(1, q/p) instead of min(1, p/q)", "以 min(1, q/p) 而不是 min(1, p/q) 接受"):
                                   inverted + (1 - inverted.sum()) * residual,
                                   ("resampled from p on rejection instead of the residual", "拒绝后从 p 而不是残差分布重新采样"): both + 0.4 * p})
-    assert_draws_follow(out[n == 1, 1], p, name="bonus token", false_alarm=1e-9)
+    assert_draws_follow(out[n == 1, 1], p, name=("bonus token", "额外（bonus）token"), false_alarm=1e-9)

@@ -28,7 +28,7 @@ def test_activation_stats_are_the_mean_absolute_value_per_input_channel(impl, go
 def test_awq_scales_hand_example(impl):
     # x_mean^0.5 = [1, 2, 4]; normalised by sqrt(max * min) = sqrt(4 * 1) = 2
     s = impl(MODULE).awq_scales(torch.tensor([1.0, 4.0, 16.0]), 0.5)
-    assert_close(s, torch.tensor([0.5, 1.0, 2.0]), name="s at alpha = 0.5")
+    assert_close(s, torch.tensor([0.5, 1.0, 2.0]), name=("s at alpha = 0.5", "alpha = 0.5 时的 s"))
 
 
 def test_fake_quantize_is_group_wise_zero_point_quantisation(impl):
@@ -44,7 +44,8 @@ def test_search_scales_picks_the_smallest_output_error(impl, golden):
     s, alpha, errors = impl(MODULE).search_scales(w, x, bits=4, group_size=16, n_grid=10)
     _, _, ref_errors = golden.ref.reference_search(w, x, 4, 16, 10)
     # 1%: an s one ulp away may flip a code at a rounding tie, which moves the mean error a little
-    assert_close(errors, ref_errors, rtol=1e-2, atol=0.0, name="output error at each alpha = i / 10",
+    assert_close(errors, ref_errors, rtol=1e-2, atol=0.0, name=("output error at each alpha = i / 10",
+                                                                "每个 alpha = i / 10 处的输出误差"),
                  mistakes=golden.ref.search_mistakes(w, x, 4, 16, 10, "errors"))
     best = int(torch.argmin(errors)) / 10  # argmin: the first minimum
     expect(alpha == best, "part05.awq.alpha_differs", expected=best, got=repr(alpha))
@@ -59,10 +60,10 @@ def test_fold_scales_divides_the_previous_op_and_leaves_the_output_unchanged(imp
     prev_w = randn(4, generator=gen) if prev == "norm" else randn(4, 6, generator=gen)
     new_prev, _, new_w = impl(MODULE).fold_scales(prev_w, w, s)
     shape = (4,) if prev == "norm" else (4, 1)
-    assert_close(new_prev, prev_w / s.reshape(shape), name="previous op's weight / s",
+    assert_close(new_prev, prev_w / s.reshape(shape), name=("previous op's weight / s", "前一个算子的权重 / s"),
                  mistakes={("1/s must go into the previous op: it was multiplied by s instead",
                             "前一算子应当除以 s（折叠 1/s），这里却乘了 s"): prev_w * s.reshape(shape)})
-    assert_close(new_w, w * s, name="layer weight * s")
+    assert_close(new_w, w * s, name=("layer weight * s", "该层权重 * s"))
 
 
 def test_awq_beats_round_to_nearest_on_a_layer_with_outlier_channels(impl, golden):

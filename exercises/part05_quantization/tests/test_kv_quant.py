@@ -21,7 +21,8 @@ def test_int8_per_token_hand_example(impl, golden):
     if shape != (1, 1, 2, 1):  # one scale per (batch, head, token)
         raise Mismatch(tr("part05.kv_quant.scale_shape", axis="token", expected=(1, 1, 2, 1), got=shape),
                        swapped if shape == (1, 1, 1, 4) else None)
-    assert_close(scale, torch.tensor([[[[1.0], [0.02]]]]), name="per-token scales (B, H, T, 1)")
+    assert_close(scale, torch.tensor([[[[1.0], [0.02]]]]), name=("per-token scales (B, H, T, 1)",
+                                                                 "逐 token 的 scales (B, H, T, 1)"))
     expected, _ = golden.ref.reference_quantize_kv(t, "int8", "token")
     assert_equal(q, expected, name="int8 codes", mistakes=golden.ref.quantize_mistakes(t, "int8", "token", "q"))
 
@@ -30,7 +31,7 @@ def test_per_channel_scales_have_one_scale_per_channel_over_the_tokens(impl, gol
     k = randn(1, 2, 6, 4, generator=golden.gen) * torch.tensor([1.0, 20.0, 0.1, 1.0])  # an outlier channel
     q, scale = impl(MODULE).quantize_kv(k, "int8", "channel")
     expected_q, expected_scale = golden.ref.reference_quantize_kv(k, "int8", "channel")
-    assert_close(scale, expected_scale, name="per-channel scales (B, H, 1, D)")
+    assert_close(scale, expected_scale, name=("per-channel scales (B, H, 1, D)", "逐通道的 scales (B, H, 1, D)"))
     assert_equal(q, expected_q, name="int8 codes", mistakes=golden.ref.quantize_mistakes(k, "int8", "channel", "q"))
 
 
@@ -59,5 +60,6 @@ def test_attention_runs_over_the_dequantised_cache(impl, golden):
     for fmt in ("int8", "e4m3"):
         k_hat, v_hat = golden.ref.quantized_attention(q, k, v, fmt, "channel", "token")
         assert_close(impl(MODULE).attention_with_quantized_kv(q, k, v, fmt),
-                     golden.ref.reference_attention(q, k_hat, v_hat).float(), name=f"attention over the {fmt} cache",
+                     golden.ref.reference_attention(q, k_hat, v_hat).float(), name=(f"attention over the {fmt} cache",
+                                                                                    f"在 {fmt} cache 上的注意力"),
                      mistakes=golden.ref.attention_mistakes(q, k, v, fmt, "channel", "token"))

@@ -36,10 +36,10 @@ def test_migration_by_powers_of_two_leaves_the_product_bit_identical(impl, golde
 def test_fake_quant_int8_per_token_has_one_scale_per_row(impl, golden):
     t = randn(3, 8, generator=golden.gen) * torch.tensor([[0.01], [1.0], [100.0]])
     assert_close(impl(MODULE).fake_quant_int8(t, per_row=True), golden.ref.reference_fake_quant(t, True),
-                 name="per-token int8 fake quant",
+                 name=("per-token int8 fake quant", "逐 token 的 int8 伪量化"),
                  mistakes={golden.ref.PER_TOKEN_WRONG_AXIS: golden.ref.reference_fake_quant(t, False, per_column=True)})
     assert_close(impl(MODULE).fake_quant_int8(t, per_row=False), golden.ref.reference_fake_quant(t, False),
-                 name="per-tensor int8 fake quant")
+                 name=("per-tensor int8 fake quant", "逐张量的 int8 伪量化"))
 
 
 def test_smoothing_lowers_the_w8a8_error_on_outlier_activations(impl, gen):

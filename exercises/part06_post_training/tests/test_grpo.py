@@ -27,7 +27,7 @@ def test_dr_grpo_advantages_only_subtract_the_group_mean(impl):
 
 def test_a_group_with_equal_rewards_has_zero_advantage(impl):
     got = impl(MODULE).group_advantages(torch.tensor([3.0, 3.0, 3.0, 3.0]), group_size=4)
-    assert_close(got, torch.zeros(4), name="advantages of a constant group")
+    assert_close(got, torch.zeros(4), name=("advantages of a constant group", "常数组的优势"))
 
 
 def test_k3_kl_matches_its_formula_and_is_never_negative(impl):
@@ -36,7 +36,7 @@ def test_k3_kl_matches_its_formula_and_is_never_negative(impl):
     ref = torch.tensor([[ln2, 0.0, -1.0]])
     expected = torch.tensor([[1.0 - ln2, 0.5 + ln2 - 1.0, 0.0]])  # exp(d) - d - 1 with d = ref - logp
     got = impl(MODULE).kl_k3(logps, ref)
-    assert_close(got, expected, name="k3 KL per token")
+    assert_close(got, expected, name=("k3 KL per token", "每个 token 的 k3 KL"))
     expect(bool((got >= 0).all()), "part06.k3_negative", count=int((got < 0).sum()), got=float(got.min()))
 
 
@@ -46,18 +46,20 @@ def test_clipped_surrogate_takes_the_pessimistic_side(impl):
     old = torch.zeros(1, 5)
     got_pos = impl(MODULE).grpo_per_token_loss(ratios.log(), old, adv, eps_low=0.2)
     # A > 0: ratio 1.5 clipped to 1.2; ratio 0.5 stays 0.5 (min picks the unclipped side)
-    assert_close(got_pos, -torch.tensor([[1.2, 0.5, 0.5, 1.2, 1.0]]), name="loss with A = +1")
+    assert_close(got_pos, -torch.tensor([[1.2, 0.5, 0.5, 1.2, 1.0]]), name=("loss with A = +1", "A = +1 时的损失"))
     got_neg = impl(MODULE).grpo_per_token_loss(ratios.log(), old, -adv, eps_low=0.2)
     # A < 0: ratio 0.5 clipped to 0.8; ratio 1.5 stays 1.5
-    assert_close(got_neg, torch.tensor([[1.5, 0.8, 0.8, 1.5, 1.0]]), name="loss with A = -1")
+    assert_close(got_neg, torch.tensor([[1.5, 0.8, 0.8, 1.5, 1.0]]), name=("loss with A = -1", "A = -1 时的损失"))
 
 
 def test_aggregation_modes_weight_tokens_differently(impl):
     loss = torch.tensor([[1.0, 2.0, 3.0], [4.0, 100.0, 100.0]])  # 100 = padding, must not count
     mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
     agg = impl(MODULE).aggregate_loss
-    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.5), name="token mean (10 / 4 tokens)")
-    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(3.0), name="sequence mean ((2 + 4) / 2)")
+    assert_close(agg(loss, mask, "token_mean"), torch.tensor(2.5), name=("token mean (10 / 4 tokens)",
+                                                                         "按 token 平均（10 / 4 个 token）"))
+    assert_close(agg(loss, mask, "sequence_mean"), torch.tensor(3.0), name=("sequence mean ((2 + 4) / 2)",
+                                                                            "按序列平均（(2 + 4) / 2）"))
     assert_close(agg(loss, mask, "constant", max_len=5), torch.tensor(1.0), name="Dr. GRPO (10 / (2 * 5))")
 
 

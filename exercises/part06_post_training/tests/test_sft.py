@@ -13,7 +13,8 @@ def test_only_assistant_tokens_get_labels(impl):
     ids = torch.tensor([5, 6, 7, 8, 9, 10])
     assistant = torch.tensor([0, 0, 0, 1, 1, 0])  # system/user, then the answer, then an end marker
     got = impl(MODULE).assistant_labels(ids, assistant)
-    assert_equal(got, torch.tensor([-100, -100, -100, 8, 9, -100]), name="labels (assistant tokens only)")
+    assert_equal(got, torch.tensor([-100, -100, -100, 8, 9, -100]), name=("labels (assistant tokens only)",
+                                                                          "labels（只含 assistant token）"))
 
 
 def test_packing_restarts_positions_and_ignores_each_first_label(impl):
@@ -21,8 +22,10 @@ def test_packing_restarts_positions_and_ignores_each_first_label(impl):
     labels = [torch.tensor([-100, 2, 3]), torch.tensor([4, 5])]
     got_ids, got_labels, positions, segments = impl(MODULE).pack_examples(ids, labels)
     assert_equal(got_ids, torch.tensor([1, 2, 3, 4, 5]), name="packed input_ids")
-    assert_equal(got_labels, torch.tensor([-100, 2, 3, -100, 5]), name="packed labels (first of each example ignored)")
-    assert_equal(positions, torch.tensor([0, 1, 2, 0, 1]), name="position_ids (restart per example)")
+    assert_equal(got_labels, torch.tensor([-100, 2, 3, -100, 5]), name=("packed labels (first of each example ignored)",
+                                                                        "打包后的 labels（每个样本的第一个被忽略）"))
+    assert_equal(positions, torch.tensor([0, 1, 2, 0, 1]), name=("position_ids (restart per example)",
+                                                                 "position_ids（每个样本重新开始）"))
     assert_equal(segments, torch.tensor([0, 0, 0, 1, 1]), name="segment_ids")
 
 
@@ -33,7 +36,8 @@ def test_packed_mask_is_block_diagonal_and_causal(impl):
                              [0, 0, 1, 0, 0],   # token 2 starts example 1: it sees only itself
                              [0, 0, 1, 1, 0],
                              [0, 0, 1, 1, 1]], dtype=torch.bool)
-    assert_equal(got, expected, name="segment-aware causal mask (plain causal lets example 1 see example 0)")
+    assert_equal(got, expected, name=("segment-aware causal mask (plain causal lets example 1 see example 0)",
+                                      "区分段的因果掩码（普通因果掩码会让样本 1 看到样本 0）"))
 
 
 def test_logits_at_t_predict_the_label_at_t_plus_1(impl):
@@ -44,7 +48,7 @@ def test_logits_at_t_predict_the_label_at_t_plus_1(impl):
     labels = torch.tensor([[-100, 3, 2]])
     # target 1 (labels[1] = 3, from logits[0]): loss ~0; target 2 (labels[2] = 2, uniform logits[1]): log 4
     got = impl(MODULE).causal_lm_loss(logits, labels)
-    assert_close(got, torch.tensor(math.log(V) / 2), name="loss with the shift by one")
+    assert_close(got, torch.tensor(math.log(V) / 2), name=("loss with the shift by one", "错开一位后的损失"))
 
 
 def test_token_mean_and_sequence_mean_weight_long_answers_differently(impl):
@@ -56,8 +60,10 @@ def test_token_mean_and_sequence_mean_weight_long_answers_differently(impl):
     logits[0, :4, 1] = 60.0  # every target of row 0 is certain
     labels[1, 1] = 2         # row 1: one target under uniform logits
     loss = impl(MODULE).causal_lm_loss
-    assert_close(loss(logits, labels, "token_mean"), torch.tensor(math.log(V) / 5), name="token mean (5 targets)")
-    assert_close(loss(logits, labels, "sequence_mean"), torch.tensor(math.log(V) / 2), name="sequence mean (2 rows)")
+    assert_close(loss(logits, labels, "token_mean"), torch.tensor(math.log(V) / 5), name=("token mean (5 targets)",
+                                                                                          "按 token 平均（5 个目标）"))
+    assert_close(loss(logits, labels, "sequence_mean"), torch.tensor(math.log(V) / 2), name=("sequence mean (2 rows)",
+                                                                                             "按序列平均（2 行）"))
 
 
 def test_unknown_reduction_raises_value_error(impl):

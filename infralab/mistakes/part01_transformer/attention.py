@@ -79,7 +79,8 @@ def expected_attention(q, k, v, causal=False, window=None, padding=None, scale=N
     return reference_attention(q, k, v, reference_mask(q.shape[2], k.shape[2], causal, window, padding), scale)
 
 
-def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None, name="attention output"):
+def check_attention(mod, q, k, v, causal=False, window=None, padding=None, scale=None,
+                    name=("attention output", "注意力输出")):
     expected = expected_attention(q, k, v, causal, window, padding, scale)
     got = mod.attention(q, k, v, causal=causal, window=window, key_padding_mask=padding, scale=scale)  # after: inputs as given
     assert_close(got, expected, name=name, reduction=k.shape[2],

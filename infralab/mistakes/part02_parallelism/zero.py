@@ -120,13 +120,18 @@ def check_step_against_adamw(results, flat, grads, total, size, n, step, state=N
         new_flat, m, v = res.value
         if not isinstance(new_flat, torch.Tensor) or new_flat.numel() != size * n:
             raise Mismatch(tr("part02.zero.whole_buffer", where=where, rank=rank, elements=size * n))
-        assert_close(new_flat[:total], expected["params"], name=f"{where}rank {rank}: gathered parameters (valid region)",
+        assert_close(new_flat[:total], expected["params"],
+                     name=(f"{where}rank {rank}: gathered parameters (valid region)",
+                           f"{where}rank {rank}：收集到的参数（有效区域）"),
                      mistakes=expected["mistakes"][rank])
         lo, hi = rank * size, min((rank + 1) * size, total)
         if hi > lo:
-            assert_close(m[: hi - lo], expected["exp_avg"][lo:hi], name=f"{where}rank {rank}: exp_avg shard (valid region)")
+            assert_close(m[: hi - lo], expected["exp_avg"][lo:hi],
+                         name=(f"{where}rank {rank}: exp_avg shard (valid region)",
+                               f"{where}rank {rank}：exp_avg 分片（有效区域）"))
             assert_close(v[: hi - lo], expected["exp_avg_sq"][lo:hi],
-                         name=f"{where}rank {rank}: exp_avg_sq shard (valid region)")
+                         name=(f"{where}rank {rank}: exp_avg_sq shard (valid region)",
+                               f"{where}rank {rank}：exp_avg_sq 分片（有效区域）"))
 
 
 def memory_mistakes(psi, n, stage):
