@@ -156,7 +156,7 @@ def test_requests_arriving_between_steps_are_batched_in(impl, seed, gen):
         engine.step()
         engine.step()
         rids.append(engine.add_request(p, sp))
-    expect(rids == list(range(5)), "check.value", what="add_request() ids", expected=list(range(5)), got=rids)
+    expect(rids == list(range(5)), "check.value", what=localized(("add_request() ids", "add_request() 返回的 id")), expected=list(range(5)), got=rids)
     while engine.has_unfinished_requests():
         engine.step()
     refs = [greedy_reference(weights, config, p, 5) for p in prompts]
