@@ -208,16 +208,26 @@ def test_awq_quantize_codes_are_the_groups_of_w_times_s(impl, gs, bits, seed):
                            lambda: reference_group_codes(w, bits, gs)[0]})
 
 
+LAYERS = 3  # layers whose output errors are pooled in the comparison with round-to-nearest
+
+
 @pytest.mark.weight(3)
 @pytest.mark.parametrize("n_outliers,factor", [(1, 30.0), (3, 20.0), (6, 10.0)])
 def test_awq_output_error_is_well_below_round_to_nearest_with_outlier_channels(impl, gen, n_outliers, factor):
-    """Measured: AWQ's error / RTN's <= 0.54 on calibration, <= 0.57 on fresh inputs (200 seeds, 3 outliers x20)."""
-    w, x = outlier_layer(gen, n_outliers=n_outliers, factor=factor)
-    q, scale, zero, s = impl(MODULE).awq_quantize(w, x, 4, 16, 20)
-    w_awq = dequantize_groups(q, scale, zero) / s
-    rtn = reference_fake_quantize(w, 4, 16)
-    fresh = torch.randn(64, x.shape[1], generator=gen) * reference_stats(x) * 1.25   # held-out tokens, same channels
-    for name, inputs in ((tr("part05.awq.calibration_inputs"), x), (tr("part05.awq.held_out_inputs"), fresh)):
-        e_awq, e_rtn = output_error(w, w_awq, inputs), output_error(w, rtn, inputs)
+    """The errors of LAYERS layers are pooled: one layer's AWQ/RTN ratio has a long tail (6 outliers x10:
+    median 0.43, but 0.90 at worst over 3000 seeds, so a single layer failed a correct answer at about 1
+    seed in 300); pooled over 3 layers the worst of 1500 seeds is 0.61 (0.50 for 3 outliers x20), under
+    the 0.8 bar with room."""
+    totals = {tr("part05.awq.calibration_inputs"): [0.0, 0.0], tr("part05.awq.held_out_inputs"): [0.0, 0.0]}
+    for _ in range(LAYERS):
+        w, x = outlier_layer(gen, n_outliers=n_outliers, factor=factor)
+        q, scale, zero, s = impl(MODULE).awq_quantize(w, x, 4, 16, 20)
+        w_awq = dequantize_groups(q, scale, zero) / s
+        rtn = reference_fake_quantize(w, 4, 16)
+        fresh = torch.randn(64, x.shape[1], generator=gen) * reference_stats(x) * 1.25   # held-out tokens
+        for total, inputs in zip(totals.values(), (x, fresh)):
+            total[0] += output_error(w, w_awq, inputs)
+            total[1] += output_error(w, rtn, inputs)
+    for name, (e_awq, e_rtn) in totals.items():
         if not e_awq < 0.8 * e_rtn:
             raise Mismatch(tr("part05.awq.not_below_rtn", inputs=name, awq=f"{e_awq:.4g}", rtn=f"{e_rtn:.4g}"))
