@@ -44,7 +44,7 @@ def _gemv_configs() -> list[triton.Config]:
 
 
 @triton.jit
-def _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, K, k_end, GROUP,
+def _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, k_end, GROUP,
                       stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
                       N, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """The weight tile (BLOCK_N, BLOCK_K) for inputs k0 .. k0 + BLOCK_K, dequantised in fp32.
@@ -93,7 +93,7 @@ def w4a16_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K, GROUP,
         offs_k = k0 + tl.arange(0, BLOCK_K)
         a = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk,
                     mask=(offs_m[:, None] < M) & (offs_k < k_end)[None, :], other=0.0)       # (BLOCK_M, BLOCK_K)
-        w = _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, K, k_end, GROUP, stride_qn, stride_qk,
+        w = _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, k_end, GROUP, stride_qn, stride_qk,
                               stride_sn, stride_sg, stride_zn, stride_zg, N, BLOCK_N, BLOCK_K)  # (BLOCK_N, BLOCK_K)
         acc = tl.dot(a, tl.trans(w.to(x_ptr.dtype.element_ty)), acc)                         # the activation dtype
 
@@ -117,7 +117,7 @@ def _w4a16_gemv_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, GROUP, 
     for k0 in range(k_begin, k_end, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         a = tl.load(x_ptr + offs_k * stride_xk, mask=offs_k < k_end, other=0.0).to(tl.float32)
-        w = _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, K, k_end, GROUP, stride_qn, stride_qk,
+        w = _dequantized_tile(q_ptr, scale_ptr, zero_ptr, offs_n, k0, k_end, GROUP, stride_qn, stride_qk,
                               stride_sn, stride_sg, stride_zn, stride_zg, N, BLOCK_N, BLOCK_K)
         acc += tl.sum(w * a[None, :], axis=1)
     tl.store(out_ptr + split * stride_os + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=offs_n < N)
