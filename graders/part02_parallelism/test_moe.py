@@ -62,6 +62,19 @@ def test_capacity_mask_fills_first_choices_before_second_choices(impl, T, E, k, 
                  mistakes=keep_mistakes(experts, E, capacity))
 
 
+@pytest.mark.parametrize("experts,capacity,want", [
+    # two tokens that swap experts: first choices fill both slots, so both second choices drop
+    ([[0, 1], [1, 0]], 1, [[True, False], [True, False]]),
+    # token 1's first choice (expert 0) outranks token 0's second choice of the same expert
+    ([[1, 0], [0, 1], [0, 2]], 1, [[True, False], [True, False], [False, True]]),
+])
+def test_capacity_mask_hand_traces(impl, experts, capacity, want):
+    experts = torch.tensor(experts)
+    got = impl(MODULE).capacity_mask(experts, 3, capacity)
+    assert_equal(got, torch.tensor(want), name=(f"kept assignments (capacity {capacity})", f"保留的分配（容量 {capacity}）"),
+                 mistakes=keep_mistakes(experts, 3, capacity))
+
+
 def test_capacity_mask_keeps_everything_when_capacity_is_large(impl, gen):
     experts = torch.stack([torch.randperm(4, generator=gen)[:2] for _ in range(6)])
     if not bool(impl(MODULE).capacity_mask(experts, 4, 12).all()):
