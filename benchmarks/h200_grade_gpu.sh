@@ -2,9 +2,10 @@
 # Issue #12 item 2 on the H200: `infralab grade --gpu` (the caged route, the judge's clock).
 # Three device calls, each under 10 minutes; run from the repository root, as root (the cage's namespaces):
 #   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions of part03 as a one-student class
-#   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu as a class
+#   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu, on the exercises it submits
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
 #   bash benchmarks/h200_grade_gpu.sh diagnose    # first: one caged shape under pytest-timeout (stacks if it hangs)
+# DEADLINE (epoch seconds, hostile): samples not started by then are skipped, so the outputs are packed in time.
 # TIMECAP (default 20): seconds of sampling per shape (grade --time-cap, bench --time-cap).
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
@@ -37,18 +38,16 @@ case "$PHASE" in
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels solutions/part04_serving "$CLASS/reference/"
     timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES $PAGED --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
       2>&1 | tail -40 | cut -c1-400 ;;
-  hostile)
-    for d in fixtures/submissions_gpu/*/; do cp -r "$d" "$CLASS/"; done
-    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-hostile" \
-      2>&1 | tail -40 | cut -c1-400
-    python3 - "$WORK/h200-grade-gpu-hostile" <<'PY'
-import json, pathlib, sys
-for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/record.json")):
-    r = json.loads(rec.read_text())
-    for e in r.get("perf", []):
-        if e.get("candidate", {}).get("function") and e.get("reason") and "NotImplementedError" not in e["reason"]:
-            print(f"{r['student']:32} {e['exercise']:34} {e['challenge']:8} {e['decision']:7} {e['reason'][:200]}")
-PY
+  hostile)  # each sample graded on the exercises it submits (the stubs of the others would only fail)
+    for d in fixtures/submissions_gpu/*/; do
+      name=$(basename "$d")
+      if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then echo "== $name: not run (DEADLINE)"; continue; fi
+      rm -rf "$CLASS" && mkdir -p "$CLASS" && cp -r "$d" "$CLASS/"
+      mine=$(cd "$d" && find . -name '*.py' | sed 's|^\./||; s|/|.|; s|\.py$||' | sed 's/^/--exercise /' | tr '\n' ' ')
+      echo "== $(date +%T) $name: $mine"
+      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $mine --gpu --time-cap "$TIMECAP" --jobs 1 \
+        --out "$WORK/h200-grade-gpu-hostile/$name" 2>&1 | tail -3 | cut -c1-300
+    done
     ;;
   bench)
     for ex in ${ONLY:-vector_add rmsnorm softmax matmul flash_attention decode_attention part04_serving.paged_decode_kernel}; do
@@ -61,5 +60,7 @@ json.dump([json.load(open(p)) for p in sys.argv[2:]], open(sys.argv[1], "w"), in
 PY
     ;;
 esac
+[ -d "$WORK/h200-grade-gpu-$PHASE" ] && python3 benchmarks/perf_summary.py "$WORK/h200-grade-gpu-$PHASE" | tee "$OUT/h200-grade-gpu-$PHASE-summary.txt"
+[ "$PHASE" = bench ] && python3 benchmarks/perf_summary.py "$OUT/h200-grade-gpu-bench.json" | tee "$OUT/h200-grade-gpu-bench-summary.txt"
 [ -d "$WORK/h200-grade-gpu-$PHASE" ] && tar czf "$OUT/h200-grade-gpu-$PHASE.tgz" -C "$WORK" "h200-grade-gpu-$PHASE"
 exit 0
