@@ -184,6 +184,15 @@ def main(argv=None):
         k = spec["naive_requests"]
         naive_out, naive_s, naive_ttft, naive_tpot = run_naive(weights, config, prompts[:k], outputs[:k], clock)
 
+        # the same first requests in fp32, short: batched and one-by-one greedy must then agree in full
+        # (in bf16 a near-tie between two logits flips with the batch shape's rounding)
+        n32 = min(k, 4)
+        w32 = {name: t.float() for name, t in weights.items()}
+        short = [min(n, 32) for n in outputs[:n32]]
+        e32 = run_engine(w32, config, prompts[:n32], short, spec, clock)[0]
+        same32, first32 = agreement(e32, run_naive(w32, config, prompts[:n32], short, clock)[0])
+        del w32
+
     engine_m = summary("engine", sum(outputs), eng_s, [m["ttft_s"] for m in eng_metrics],
                        [m["tpot_s"] for m in eng_metrics])
     engine_m.update(steps=stats["steps"], preemptions=stats["preemptions"], num_blocks=num_blocks,
@@ -195,6 +204,7 @@ def main(argv=None):
     print(tr("engine.bench_decision", speedup=speedup, target=TARGET_SPEEDUP,
              verdict=tr("engine.bench_met" if met else "engine.bench_not_met")))
     print(tr("engine.bench_agreement", same=same, total=k, first=first[:8]))
+    print(tr("engine.bench_agreement_fp32", same=same32, total=n32, tokens=max(short), first=first32[:8]))
     record = {
         "schema": "infralab.engine-bench/1",
         "workload": {"name": "offline_greedy", "requests": spec["requests"], "prompt_tokens": list(spec["prompt"]),
@@ -209,7 +219,9 @@ def main(argv=None):
                                   "time, contiguous cache"},
         "environment": env,
         "metrics": {"engine": engine_m, "naive": naive_m, "speedup_tokens_per_s": speedup,
-                    "greedy_agreement": {"identical_requests": same, "of": k, "first_differences": first}},
+                    "greedy_agreement": {"identical_requests": same, "of": k, "first_differences": first},
+                    "greedy_agreement_fp32": {"identical_requests": same32, "of": n32, "tokens_each": short,
+                                              "first_differences": first32}},
         "evidence": {"kind": "gpu-benchmark" if device == "cuda" else "cpu-smoke",
                      "performance_result": device == "cuda" and not args.small,
                      "timing": "perf_counter after torch.cuda.synchronize at every clock reading; one warm-up run",

@@ -80,6 +80,11 @@ MESSAGES = {
         "[request, token]: {first}",
         "与朴素循环的贪心结果一致性：{same}/{total} 个请求完全相同；首个不同处 [请求, token]：{first}",
     ),
+    "engine.bench_agreement_fp32": (
+        "the same in fp32 ({tokens} tokens at most): {same}/{total} requests identical; first differences "
+        "[request, token]: {first}",
+        "同样的请求改用 fp32（最多 {tokens} 个 token）：{same}/{total} 个请求完全相同；首个不同处 [请求, token]：{first}",
+    ),
     "engine.bench_met": ("met", "达到"),
     "engine.bench_not_met": ("not met", "未达到"),
     "engine.bench_written": (

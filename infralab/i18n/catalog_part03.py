@@ -10,8 +10,8 @@ MESSAGES = {
         "正确性检查未通过：{reason}",
     ),
     "part03.perf_decision": (
-        "{level} ({decision}): {reason}",
-        "{level}（判定：{decision}）：{reason}",
+        "{level} ({decision}): {reason}; measured: {measured}",
+        "{level}（判定：{decision}）：{reason}；实测：{measured}",
     ),
     "part03.out_of_bounds": (
         "out-of-bounds tl.{op}: {bad} of {lanes} active lanes point outside every tensor passed to the kernel; "

@@ -70,4 +70,12 @@ def run_case(course: Course, impl: Any, perf_record: Any, gpu_profile: Any, requ
     perf_record(entry)
     expect(entry["correct"], "part03.perf_gate", reason=entry["reason"])
     expect(entry["decision"] == "accept", "part03.perf_decision", level=entry["level"], decision=entry["decision"],
-           reason=entry["reason"])
+           reason=entry["reason"], measured=measured(entry))
+
+
+def measured(entry: dict[str, Any]) -> str:
+    """The entry's figure and its ratio to the baseline, as a failure message shows them."""
+    m = entry.get("metrics") or {}
+    if m.get("achieved") is None:
+        return "-"
+    return f"{m['achieved']:,} {m.get('unit', '')}, {m.get('ratio_to_baseline')}x {entry.get('workload', {}).get('baseline', '')}"
