@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Issue #12 item 2 on the H200: `infralab grade --gpu` (the caged route, the judge's clock).
 # Three device calls, each under 10 minutes; run from the repository root, as root (the cage's namespaces):
-#   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions of part03 as a one-student class
+#   bash benchmarks/h200_grade_gpu.sh reference   # the reference solutions, one grade per exercise (part03 + paged decode)
 #   bash benchmarks/h200_grade_gpu.sh hostile     # every sample of fixtures/submissions_gpu, on the exercises it submits
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
 #   bash benchmarks/h200_grade_gpu.sh diagnose    # first: one caged shape under pytest-timeout (stacks if it hangs)
-# DEADLINE (epoch seconds, hostile): samples not started by then are skipped, so the outputs are packed in time.
+# DEADLINE (epoch seconds; reference, hostile): grades not started by then are skipped, so the outputs are packed in time.
 # TIMECAP (default 20): seconds of sampling per shape (grade --time-cap, bench --time-cap).
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
-# Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each phase's timeout.
+# Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each grade's timeout.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -34,10 +34,16 @@ case "$PHASE" in
     timeout "$LIMIT" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py --isolated --gpu \
       --target solutions -k "vector_add-small" --perf-time-cap "$TIMECAP" --timeout 150 -s -q -p no:cacheprovider \
       --durations 5 2>&1 | tail -120 | cut -c1-300 ;;
-  reference)
+  reference)  # one grade per exercise (a record as soon as each is done; DEADLINE skips the rest)
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels solutions/part04_serving "$CLASS/reference/"
-    timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $EXERCISES $PAGED --gpu --time-cap "$TIMECAP" --jobs 1 --out "$WORK/h200-grade-gpu-reference" \
-      2>&1 | tail -40 | cut -c1-400 ;;
+    for ex in $EXERCISES $PAGED; do
+      [ "$ex" = --exercise ] && continue
+      if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then echo "== $ex: not run (DEADLINE)"; continue; fi
+      t0=$(date +%s)
+      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" --exercise "$ex" --gpu --time-cap "$TIMECAP" --jobs 1 \
+        --out "$WORK/h200-grade-gpu-reference/$ex" 2>&1 | tail -3 | cut -c1-300
+      echo "== $ex: $(( $(date +%s) - t0 )) s"
+    done ;;
   hostile)  # each sample graded on the exercises it submits (the stubs of the others would only fail)
     for d in fixtures/submissions_gpu/*/; do
       name=$(basename "$d")
