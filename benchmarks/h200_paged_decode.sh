@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #14 (paged_attention as a Triton kernel) on the H200: the GPU challenges of
-# part04_serving.paged_decode_kernel. NOT YET RUN. Target: the reference >= 75% of copy bandwidth
+# part04_serving.paged_decode_kernel. `bench` ran on 2026-12-03 (docs/serving.md); the other phases not yet. Target: the reference >= 75% of copy bandwidth
 # at B64 Hq32 Hkv8 ctx 8192 D128 block 16. Run from the repository root; each phase under 10 minutes:
 #   bash benchmarks/h200_paged_decode.sh bench     # infralab bench on the reference (both challenges) + the GPU tests
 #   bash benchmarks/h200_paged_decode.sh mutants   # every mutant must be rejected at the correctness gate
