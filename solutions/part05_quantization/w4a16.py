@@ -152,6 +152,12 @@ GEMV_ACC_2D = True
 end (True), or reduce every tile to one sum per row (False: a cross-lane reduction per tile, possibly
 through shared memory when K spans several warps). benchmarks/tune_w4a16.py times both."""
 
+GEMM_SWAP_AB_UP_TO_M = 16
+"""Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
+operand, which Hopper's wgmma can take from registers, and a batch of 16 fills the narrow side);
+larger batches out = x W^T (the weight tile goes through shared memory). benchmarks/tune_w4a16.py
+times both at batch 16 and 128: 0 turns the swap off, 128 on for both."""
+
 
 def _fast_path(group_size: int) -> bool:
     return group_size >= 32 and group_size & (group_size - 1) == 0
@@ -233,15 +239,16 @@ def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
     tl.store(out_ptr + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
 
 
-@triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K"])
+@triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"])
 @triton.jit
 def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
                             stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
                             stride_os, stride_om, stride_on, SPLIT_K, GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                            SWAP_AB: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Program (pid, split) computes one BLOCK_M x BLOCK_N tile of out[split] over its share of the K
     tiles: per tile two tensor-core dots, x[:, even k] with the dequantised low nibbles and x[:, odd k]
-    with the high ones (each rounded to the activation dtype, fp32 accumulation)."""
+    with the high ones (each rounded to the activation dtype, fp32 accumulation). SWAP_AB: the
+    transposed tile (BLOCK_N, BLOCK_M) is accumulated, the weight tile being the dots' first operand."""
     HALF: tl.constexpr = BLOCK_K // 2
     pid, split = tl.program_id(0), tl.program_id(1)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -256,7 +263,10 @@ def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
     tiles_per_split = tl.cdiv(tiles, SPLIT_K)
     t_begin = split * tiles_per_split
     t_end = tl.minimum(tiles, t_begin + tiles_per_split)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if SWAP_AB:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for t in range(t_begin, t_end):
         k0 = t * BLOCK_K
         x_even = tl.load(x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=in_m[:, None], other=0.0)
@@ -267,10 +277,19 @@ def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
         lo, hi = _codes_minus_zero(packed, zero)
         w_lo = (lo * scale[:, None]).to(x_ptr.dtype.element_ty)
         w_hi = (hi * scale[:, None]).to(x_ptr.dtype.element_ty)
-        acc = tl.dot(x_even, tl.trans(w_lo), acc)
-        acc = tl.dot(x_odd, tl.trans(w_hi), acc)
-    out_ptrs = out_ptr + split * stride_os + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=in_m[:, None] & in_n[None, :])
+        if SWAP_AB:
+            acc = tl.dot(w_lo, tl.trans(x_even), acc)
+            acc = tl.dot(w_hi, tl.trans(x_odd), acc)
+        else:
+            acc = tl.dot(x_even, tl.trans(w_lo), acc)
+            acc = tl.dot(x_odd, tl.trans(w_hi), acc)
+    out_tile = out_ptr + split * stride_os
+    if SWAP_AB:
+        tl.store(out_tile + offs_n[:, None] * stride_on + offs_m[None, :] * stride_om, acc.to(out_ptr.dtype.element_ty),
+                 mask=in_n[:, None] & in_m[None, :])
+    else:
+        tl.store(out_tile + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on, acc.to(out_ptr.dtype.element_ty),
+                 mask=in_m[:, None] & in_n[None, :])
 
 
 def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
@@ -313,7 +332,7 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
                                               split)](
             x, qweight, scales, zeros, target, M, N, K, x.stride(0), x.stride(1), *strides,
             stride_split, target.stride(-2), target.stride(-1), split,
-            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 128))
+            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 128), SWAP_AB=M <= GEMM_SWAP_AB_UP_TO_M)
     elif M == 1:  # a matrix-vector product: the GEMV kernel
         _w4a16_gemv_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
             x, qweight, scales, zeros, target, N, K, group_size, x.stride(1), *strides, stride_split,
