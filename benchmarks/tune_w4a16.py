@@ -1,19 +1,27 @@
-"""Split-K sweep for the reference W4A16 kernel on a GPU (exploration, not grading).
+"""W4A16 on a GPU: the previous reference, each variant of the fast path, and cuBLAS, in one run.
 
-    python3 benchmarks/tune_w4a16.py [--out FILE]
-    python3 benchmarks/tune_w4a16.py --smoke      # CPU: the sweep's code on a tiny shape, nothing timed
+    python3 benchmarks/tune_w4a16.py [--out FILE]      # H200: under 3 minutes (autotuning included)
+    python3 benchmarks/tune_w4a16.py --smoke           # CPU: every row's code and correctness check, nothing timed
 
-The H200 run of 2026-12-03 found the reference latency-bound (batch 1: 35 MB in 77 us, with split-K 4
-and 256 programs; docs/performance.md, "W4A16"). This times ``w4a16_matmul`` of
-``solutions/part05_quantization/w4a16.py`` at the challenge's shapes (N = K = 8192, group 128,
-batch 1/16/128) with split-K forced to each value in turn (the autotuner picks the tile per split:
-SPLIT_K is in its key), after a correctness check against the workload's reference, with
-triton.testing.do_bench (median), and cuBLAS on the dequantised weight in the same run. The graded
-figures come from ``infralab bench part05_quantization.w4a16``.
+At the challenge's shapes (N = K = 8192, group 128, bf16, batch 1 / 16 / 128) it times, with
+triton.testing.do_bench (median, after a correctness check against the workload's reference):
+
+- ``cublas``: torch.matmul with the dequantised bf16 weight (the challenge's baseline);
+- ``previous``: the reference before the fast path (benchmarks/w4a16_previous.py: 0.575x / 0.469x /
+  0.183x cuBLAS on the H200 of 2026-12-03), with its own split-K heuristic;
+- ``gemv acc2d`` / ``gemv acc1d`` (batch 1): ``GEMV_ACC_2D`` True / False of
+  solutions/part05_quantization/w4a16.py;
+- ``gemm swap`` / ``gemm plain`` (batch 16 and 128): ``GEMM_SWAP_AB_UP_TO_M`` on / off, at batch 16
+  with ``GEMM_SPLIT_K`` forced to 1, 2, 4 and 8 and left to the heuristic (``split auto``).
+
+The autotuner picks the tile for every row (the variant and the split are in its key). The end of
+the output names the fastest row of the fast path at each batch and the module settings that select
+it (the ``set:`` line). The graded figures come from ``infralab bench part05_quantization.w4a16``.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -32,7 +40,31 @@ import solutions.part05_quantization.w4a16 as W  # noqa: E402
 from infralab.perf.run import check_outputs  # noqa: E402
 from infralab.perf.workloads import WORKLOADS  # noqa: E402
 
-SPLITS = (1, 2, 4, 8, 16, 32)
+_spec = importlib.util.spec_from_file_location("w4a16_previous", ROOT / "benchmarks" / "w4a16_previous.py")
+PREVIOUS = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(PREVIOUS)
+
+SPLITS = (1, 2, 4, 8, None)  # None: the heuristic
+DEFAULTS = {"GEMV_ACC_2D": W.GEMV_ACC_2D, "GEMM_SWAP_AB_UP_TO_M": W.GEMM_SWAP_AB_UP_TO_M,
+            "GEMM_SPLIT_K": W.GEMM_SPLIT_K}
+
+
+def variants(m: int) -> list[tuple[str, dict]]:
+    """(name, module settings) of the fast path's rows at batch m."""
+    if m == 1:
+        return [("gemv acc2d", {"GEMV_ACC_2D": True}), ("gemv acc1d", {"GEMV_ACC_2D": False})]
+    rows = []
+    for swap in (True, False):
+        for split in (SPLITS if m <= 16 else (None,)):
+            name = f"gemm {'swap' if swap else 'plain'} split {split or 'auto'}"
+            rows.append((name, {"GEMM_SWAP_AB_UP_TO_M": m if swap else 0, "GEMM_SPLIT_K": split}))
+    return rows
+
+
+def kernel_of(module, m: int):
+    if module is PREVIOUS:
+        return module._w4a16_gemv_kernel if m == 1 else module.w4a16_kernel
+    return W._w4a16_gemv_fast_kernel if m == 1 else W._w4a16_gemm_fast_kernel
 
 
 def main() -> int:
@@ -42,32 +74,65 @@ def main() -> int:
     args = ap.parse_args()
     wl = WORKLOADS["w4a16"]
     device, dtype = ("cpu", "float32") if args.smoke else ("cuda", "bfloat16")
-    batches = (1, 16) if args.smoke else (1, 16, 128)
+    batches = (1, 5) if args.smoke else (1, 16, 128)
     nk = 256 if args.smoke else 8192
-    splits = (1, 2) if args.smoke else SPLITS
+    bench = (lambda fn: None) if args.smoke else (lambda fn: triton.testing.do_bench(fn, return_mode="median"))
     rows = []
+
+    def record(m, name, settings, module, inputs, cublas):
+        for key, value in {**DEFAULTS, **settings}.items():
+            setattr(W, key, value)
+        run = (lambda: wl.call(module, inputs, wl.options))
+        problem = check_outputs(wl, run(), inputs, wl.options)
+        ms = None if problem else bench(run)
+        best = getattr(kernel_of(module, m), "best_config", None)
+        row = {"M": m, "name": name, "settings": settings, "ms": ms, "cublas_ms": cublas, "problem": problem,
+               "ratio": None if ms is None or cublas is None else cublas / ms, "config": str(best)}
+        rows.append(row)
+        timed = f"{ms * 1e3:8.1f} us {cublas / ms:6.2f}x" if ms and cublas else f"{'-':>11} {'-':>7}"
+        print(f"M={m:4d} {name:26s} {timed}  {problem or ''} {best or ''}", flush=True)
+
+    print(f"N = K = {nk}, group {wl.options['group_size']}, {dtype}; time, and cuBLAS time / time")
     for m in batches:
-        shape = {"M": m, "N": nk, "K": nk}
-        inputs = wl.make_inputs(shape, dtype, wl.options, 0, device)
-        cublas = None if args.smoke else triton.testing.do_bench(lambda: wl.baselines["cublas"](inputs, wl.options))
-        for split in splits:
-            if split > 1 and nk // split < 128:
-                continue
-            W._split_k = lambda M, N, K, dev, s=split: s  # noqa: B023 - forced for this row
-            run = (lambda: wl.call(W, inputs, wl.options))
-            problem = check_outputs(wl, run(), inputs, wl.options)
-            ms = None if args.smoke or problem else triton.testing.do_bench(run)
-            kernel = W._w4a16_gemv_kernel if m == 1 else W.w4a16_kernel
-            best = getattr(kernel, "best_config", None)
-            row = {"M": m, "split": split, "ms": ms, "cublas_ms": cublas, "problem": problem,
-                   "ratio": None if ms is None or cublas is None else cublas / ms, "config": str(best)}
-            rows.append(row)
-            print(f"M={m:4d} split={split:3d} " + (f"{ms * 1e3:8.1f} us  {cublas / ms:5.2f}x cuBLAS" if ms else
-                                                   f"{'-':>8}") + f"  {problem or ''} {best or ''}", flush=True)
+        inputs = wl.make_inputs({"M": m, "N": nk, "K": nk}, dtype, wl.options, 0, device)
+        cublas = bench(lambda: wl.baselines["cublas"](inputs, wl.options))  # noqa: B023
+        print(f"M={m:4d} {'cublas':26s} " + (f"{cublas * 1e3:8.1f} us" if cublas else f"{'-':>11}"), flush=True)
+        record(m, "previous", {}, PREVIOUS, inputs, cublas)
+        for name, settings in variants(m):
+            record(m, name, settings, W, inputs, cublas)
+    for key, value in DEFAULTS.items():
+        setattr(W, key, value)
+
+    print("\nfastest fast-path row per batch:")
+    best = {}
+    for m in batches:
+        timed = [r for r in rows if r["M"] == m and r["name"] != "previous" and r["ms"] is not None]
+        if timed:
+            best[m] = min(timed, key=lambda r: r["ms"])
+            print(f"M={m:4d} {best[m]['name']:26s} {best[m]['ms'] * 1e3:8.1f} us {best[m]['ratio']:6.2f}x cuBLAS")
+    if best:
+        print("set: " + "; ".join(settings_line(best)))
     if args.out:
-        env = {"torch": torch.__version__, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu"}
-        args.out.write_text(json.dumps({"environment": env, "rows": rows}, indent=1))
+        env = {"torch": torch.__version__, "triton": triton.__version__,
+               "device": torch.cuda.get_device_name() if device == "cuda" else "cpu"}
+        args.out.write_text(json.dumps({"environment": env, "defaults": DEFAULTS, "rows": rows}, indent=1))
     return 0
+
+
+def settings_line(best: dict[int, dict]) -> list[str]:
+    """The module constants of solutions/part05_quantization/w4a16.py that select the fastest rows."""
+    out = []
+    if 1 in best:
+        out.append(f"GEMV_ACC_2D = {best[1]['settings']['GEMV_ACC_2D']}")
+    swapped = [m for m in sorted(best) if m > 1 and best[m]["settings"]["GEMM_SWAP_AB_UP_TO_M"]]
+    plain = [m for m in sorted(best) if m > 1 and not best[m]["settings"]["GEMM_SWAP_AB_UP_TO_M"]]
+    if swapped or plain:  # the swap for batches up to the largest swapped winner below the smallest plain one
+        below = [m for m in swapped if not plain or m < min(plain)]
+        out.append(f"GEMM_SWAP_AB_UP_TO_M = {max(below) if below else 0}")
+    small = [m for m in sorted(best) if 1 < m <= 16]
+    if small:
+        out.append(f"GEMM_SPLIT_K = {best[small[-1]]['settings']['GEMM_SPLIT_K']}")
+    return out
 
 
 if __name__ == "__main__":

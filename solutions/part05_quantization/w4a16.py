@@ -158,6 +158,10 @@ operand, which Hopper's wgmma can take from registers, and a batch of 16 fills t
 larger batches out = x W^T (the weight tile goes through shared memory). benchmarks/tune_w4a16.py
 times both at batch 16 and 128: 0 turns the swap off, 128 on for both."""
 
+GEMM_SPLIT_K: int | None = None
+"""Batches of 2 .. 16 on the fast path: K shared among this many programs per output tile, or None for
+the heuristic ``_split_k`` (the generic kernels always use it). benchmarks/tune_w4a16.py times 1, 2, 4, 8."""
+
 
 def _fast_path(group_size: int) -> bool:
     return group_size >= 32 and group_size & (group_size - 1) == 0
@@ -184,6 +188,12 @@ def _fast_gemm_configs() -> list[triton.Config]:
     ]
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=stages, num_warps=warps)
             for bm, bn, stages, warps in tiles]
+
+
+def _rows_that_fit(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    """No row tile taller than the batch needs (at batch 16 only the 16-row tiles are tried)."""
+    rows = max(16, triton.next_power_of_2(named_args["M"]))
+    return [c for c in configs if c.kwargs["BLOCK_M"] <= rows] or configs
 
 
 @triton.jit
@@ -239,7 +249,8 @@ def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
     tl.store(out_ptr + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
 
 
-@triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"])
+@triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"],
+                 prune_configs_by={"early_config_prune": _rows_that_fit})
 @triton.jit
 def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
                             stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
@@ -317,7 +328,12 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
                          f"{tuple(scales.shape)} and {tuple(zeros.shape)}")
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     fast = _fast_path(group_size)
-    split = 1 if fast and M == 1 else _split_k(M, N, K, x.device)
+    if fast and M == 1:
+        split = 1  # the fast GEMV owns whole rows
+    elif fast and M <= 16 and GEMM_SPLIT_K is not None:
+        split = GEMM_SPLIT_K
+    else:
+        split = _split_k(M, N, K, x.device)
     target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
     stride_split = 0 if split == 1 else target.stride(0)
     strides = (qweight.stride(0), qweight.stride(1), scales.stride(0), scales.stride(1), zeros.stride(0),
