@@ -7,12 +7,13 @@ sizes the generic ones. The generic kernels reached only 0.58x / 0.47x / 0.18x c
 1 / 16 / 128 on an H200 (N = K = 8192): batch 1 moved 35 MB in 77 us (~450 GB/s of ~4.8 TB/s), so it
 was bound by instructions, not memory. The fast kernels cut the work per weight: every K tile lies in
 one group (one scale and zero per row per tile, no K mask); the codes stay in the packed order (low
-nibbles times x[even k], high nibbles times x[odd k]: no interleaving shuffle); a code becomes a float
-without an int-to-float instruction (bits 0x4B000000 | code are the fp32 2^23 + code, exactly); batch 1
-owns whole rows (one launch, no split-K, the scale applied once per tile); the GEMM issues two
-tensor-core dots per tile (even and odd k), chained through the accumulator.
+nibbles times x[even k], high nibbles times x[odd k]: no interleaving shuffle); a code becomes a weight
+without an int-to-float instruction (bits 0x41800000 | code << 19 are the fp32 16 + code, exactly; one
+fused multiply-add with the scale and -(16 + zero) * scale); batch 1 owns whole rows (one launch, no
+split-K) with the K loop's loads prefetched; the GEMM issues two tensor-core dots per tile (even and
+odd k), chained through the accumulator.
 中文：参考实现。组大小为 ≥32 的 2 的幂时走快速路径：每个 K 块只落在一个组内；不交织半字节（低半字节乘偶数列
-激活、高半字节乘奇数列）；用 0x4B000000 | code 的位模式得到 2^23 + code 来代替整数转浮点指令；batch 1 不切分 K。
+激活、高半字节乘奇数列）；用 0x41800000 | code<<19 的位模式得到 16 + code、一次 FMA 反量化，代替整数转浮点指令；batch 1 不切分 K。
 """
 from __future__ import annotations
 
@@ -173,10 +174,13 @@ def _fast_block_k(group_size: int, cap: int) -> int:
 
 
 def _fast_gemv_configs() -> list[triton.Config]:
+    """Rows per program, warps, and tiles in the K loop's pipeline (cp.async prefetch)."""
     if INTERPRETED:
-        return [triton.Config({"BLOCK_N": 16}, num_warps=1)]
-    tiles = [(8, 2, 4), (16, 4, 4), (16, 2, 4), (32, 4, 4), (32, 4, 3), (32, 8, 4), (64, 4, 3), (64, 8, 3)]
-    return [triton.Config({"BLOCK_N": bn}, num_warps=warps, num_stages=stages) for bn, warps, stages in tiles]
+        return [triton.Config({"BLOCK_N": 16, "STAGES": 1}, num_warps=1)]
+    # (BLOCK_N, warps, STAGES): a warp covers 8 rows of a 64-byte tile per pass, so BLOCK_N / (8 warps) rows
+    # per thread share each activation load (more rows, fewer loads; fewer programs in flight)
+    tiles = [(8, 1, 8), (16, 1, 6), (32, 1, 6), (32, 2, 4), (32, 2, 8), (32, 4, 6), (64, 2, 6), (64, 4, 6)]
+    return [triton.Config({"BLOCK_N": bn, "STAGES": stages}, num_warps=warps) for bn, warps, stages in tiles]
 
 
 def _fast_gemm_configs() -> list[triton.Config]:
@@ -206,23 +210,33 @@ def _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP: tl.constexpr,
     return scale, zero
 
 
+FLOAT_16 = 0x41800000
+"""The bits of the fp32 16.0; a kernel argument, not a literal, so that the compiler keeps it in a
+register and merges the mask and the or below into one LOP3 (two literals take two instructions)."""
+
+
 @triton.jit
-def _codes_minus_zero(packed, zero):
-    """(low nibble - zero, high nibble - zero) of packed bytes (BLOCK_N, HALF) as fp32, exactly and without
-    int-to-float conversions: the bits 0x4B000000 | c read as fp32 are 2^23 + c."""
-    bias = (8388608.0 + zero.to(tl.float32))[:, None]
-    lo = ((packed & 0xF) | 0x4B000000).to(tl.float32, bitcast=True) - bias
-    hi = ((packed >> 4) | 0x4B000000).to(tl.float32, bitcast=True) - bias
-    return lo, hi
+def _dequantized_halves(packed, scale, zero, float_16):
+    """The weights at k = 2p (low nibbles) and k = 2p + 1 (high nibbles) of packed bytes (BLOCK_N, HALF)
+    of one group, (code - zero) * scale in fp32, without int-to-float conversions: the bits
+    float_16 | code << 19 read as fp32 are 16 + code, exactly, and one fused multiply-add gives
+    (16 + code) * scale - (16 + zero) * scale (exact for fp16 and bf16 scales: at most 16 bits)."""
+    offset = (-(16.0 + zero.to(tl.float32)) * scale)[:, None]
+    lo = (((packed << 19) & 0x780000) | float_16).to(tl.float32, bitcast=True)
+    hi = (((packed << 15) & 0x780000) | float_16).to(tl.float32, bitcast=True)
+    return lo * scale[:, None] + offset, hi * scale[:, None] + offset
 
 
 @triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "ACC_2D"])
 @triton.jit
 def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
-                            stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg, stride_on,
-                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr, ACC_2D: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Batch 1, one program per BLOCK_N rows over the whole K: per tile, the low nibbles times x[k0 + 2j]
-    plus the high nibbles times x[k0 + 2j + 1], times the rows' scales (fp32)."""
+                            stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg, stride_on, float_16,
+                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr, ACC_2D: tl.constexpr, BLOCK_N: tl.constexpr,
+                            STAGES: tl.constexpr):
+    """Batch 1, one program per BLOCK_N rows over the whole K: per tile, the dequantised low nibbles
+    times x[k0 + 2j] plus the high nibbles times x[k0 + 2j + 1] (fp32). The loop's own num_stages
+    makes Triton prefetch the packed tiles (cp.async; the kernel-wide num_stages does not, for a
+    loop without a dot), which keeps STAGES - 1 tiles per row in flight."""
     HALF: tl.constexpr = BLOCK_K // 2
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     in_n = offs_n < N
@@ -232,18 +246,18 @@ def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
         acc2 = tl.zeros((BLOCK_N, HALF), dtype=tl.float32)
     else:
         acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
         x_even = tl.load(x_ptr + (k0 + 2 * offs_j) * stride_xk).to(tl.float32)
         x_odd = tl.load(x_ptr + (k0 + 2 * offs_j + 1) * stride_xk).to(tl.float32)
-        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.int32)
+        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.uint32)
         scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
                                       stride_sn, stride_sg, stride_zn, stride_zg)
-        lo, hi = _codes_minus_zero(packed, zero)
-        d = lo * x_even[None, :] + hi * x_odd[None, :]
-        if ACC_2D:
-            acc2 += scale[:, None] * d
+        w_lo, w_hi = _dequantized_halves(packed, scale, zero, float_16)
+        if ACC_2D:  # two fused multiply-adds per byte
+            acc2 += w_lo * x_even[None, :]
+            acc2 += w_hi * x_odd[None, :]
         else:
-            acc += scale * tl.sum(d, axis=1)
+            acc += tl.sum(w_lo * x_even[None, :] + w_hi * x_odd[None, :], axis=1)
     if ACC_2D:
         acc = tl.sum(acc2, axis=1)
     tl.store(out_ptr + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
@@ -254,7 +268,7 @@ def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
 @triton.jit
 def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
                             stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
-                            stride_os, stride_om, stride_on, SPLIT_K, GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
+                            stride_os, stride_om, stride_on, SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
                             SWAP_AB: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Program (pid, split) computes one BLOCK_M x BLOCK_N tile of out[split] over its share of the K
     tiles: per tile two tensor-core dots, x[:, even k] with the dequantised low nibbles and x[:, odd k]
@@ -282,12 +296,12 @@ def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
         k0 = t * BLOCK_K
         x_even = tl.load(x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=in_m[:, None], other=0.0)
         x_odd = tl.load(x_rows + (k0 + 2 * offs_j + 1)[None, :] * stride_xk, mask=in_m[:, None], other=0.0)
-        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.int32)
+        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.uint32)
         scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
                                       stride_sn, stride_sg, stride_zn, stride_zg)
-        lo, hi = _codes_minus_zero(packed, zero)
-        w_lo = (lo * scale[:, None]).to(x_ptr.dtype.element_ty)
-        w_hi = (hi * scale[:, None]).to(x_ptr.dtype.element_ty)
+        w_lo, w_hi = _dequantized_halves(packed, scale, zero, float_16)
+        w_lo = w_lo.to(x_ptr.dtype.element_ty)
+        w_hi = w_hi.to(x_ptr.dtype.element_ty)
         if SWAP_AB:
             acc = tl.dot(w_lo, tl.trans(x_even), acc)
             acc = tl.dot(w_hi, tl.trans(x_odd), acc)
@@ -341,13 +355,13 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
 
     if fast and M == 1:  # whole rows per program, one launch
         _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
-            x, qweight, scales, zeros, out, N, K, x.stride(1), *strides, out.stride(1),
+            x, qweight, scales, zeros, out, N, K, x.stride(1), *strides, out.stride(1), FLOAT_16,
             GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), ACC_2D=GEMV_ACC_2D)
     elif fast:
         _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
                                               split)](
             x, qweight, scales, zeros, target, M, N, K, x.stride(0), x.stride(1), *strides,
-            stride_split, target.stride(-2), target.stride(-1), split,
+            stride_split, target.stride(-2), target.stride(-1), split, FLOAT_16,
             GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 128), SWAP_AB=M <= GEMM_SWAP_AB_UP_TO_M)
     elif M == 1:  # a matrix-vector product: the GEMV kernel
         _w4a16_gemv_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
