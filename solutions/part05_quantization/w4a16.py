@@ -10,7 +10,7 @@ one group (one scale and zero per row per tile, no K mask); the codes stay in th
 nibbles times x[even k], high nibbles times x[odd k]: no interleaving shuffle); a code becomes a weight
 without an int-to-float instruction (bits 0x41800000 | code << 19 are the fp32 16 + code, exactly; one
 fused multiply-add with the scale and -(16 + zero) * scale); batch 1 owns whole rows (one launch, no
-split-K) with the K loop's loads prefetched; the GEMM issues two tensor-core dots per tile (even and
+split-K by default) with the K loop's loads prefetched; the GEMM issues two tensor-core dots per tile (even and
 odd k), chained through the accumulator.
 中文：参考实现。组大小为 ≥32 的 2 的幂时走快速路径：每个 K 块只落在一个组内；不交织半字节（低半字节乘偶数列
 激活、高半字节乘奇数列）；用 0x41800000 | code<<19 的位模式得到 16 + code、一次 FMA 反量化，代替整数转浮点指令；batch 1 不切分 K。
@@ -148,10 +148,17 @@ def _split_k_sum_kernel(partial_ptr, out_ptr, M, N, SPLIT_K, stride_om, stride_o
 
 # --- the fast path: power-of-two groups of 32 and more -------------------------------------------
 
-GEMV_ACC_2D = True
-"""Batch 1: accumulate a (BLOCK_N, BLOCK_K / 2) fp32 register tile and reduce it across K once at the
-end (True), or reduce every tile to one sum per row (False: a cross-lane reduction per tile, possibly
-through shared memory when K spans several warps). benchmarks/tune_w4a16.py times both."""
+GEMV_FOLD_ZERO = True
+"""Batch 1, two ways to fill the (BLOCK_N, BLOCK_K / 8) fp32 accumulator. True: the zero point folded
+out of the products, sum (code - zero) s x = s sum (16 + code) x - s (16 + zero) sum x, the first term
+per code (one fused multiply-add), the second per row and tile. False: the dequantised weight per code
+(two fused multiply-adds). benchmarks/tune_w4a16.py times both."""
+
+GEMV_SPLIT_K = 2 if INTERPRETED else 1
+"""Batch 1 on the fast path: K shared among this many programs per BLOCK_N rows (a second kernel adds
+the fp32 partial sums). 1 is one launch; more puts more programs (and loads) in flight when BLOCK_N
+rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2 and 4; the interpreter
+splits, so that the CPU tests take the split path."""
 
 GEMM_SWAP_AB_UP_TO_M = 16
 """Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
@@ -216,51 +223,94 @@ register and merges the mask and the or below into one LOP3 (two literals take t
 
 
 @triton.jit
-def _dequantized_halves(packed, scale, zero, float_16):
-    """The weights at k = 2p (low nibbles) and k = 2p + 1 (high nibbles) of packed bytes (BLOCK_N, HALF)
-    of one group, (code - zero) * scale in fp32, without int-to-float conversions: the bits
-    float_16 | code << 19 read as fp32 are 16 + code, exactly, and one fused multiply-add gives
-    (16 + code) * scale - (16 + zero) * scale (exact for fp16 and bf16 scales: at most 16 bits)."""
-    offset = (-(16.0 + zero.to(tl.float32)) * scale)[:, None]
+def _tile_range(K, BLOCK_K: tl.constexpr, SPLIT_K, split):
+    """The K tiles [t_begin, t_end) of share ``split`` of SPLIT_K (the last shares may be short or empty)."""
+    tiles = K // BLOCK_K
+    tiles_per_split = tl.cdiv(tiles, SPLIT_K)
+    t_begin = split * tiles_per_split
+    return t_begin, tl.minimum(tiles, t_begin + tiles_per_split)
+
+
+@triton.jit
+def _biased_codes(packed, float_16):
+    """16 + the low nibbles (k = 2p) and 16 + the high nibbles (k = 2p + 1) of packed bytes, as fp32 and
+    without int-to-float conversions: the bits float_16 | code << 19 read as fp32 are 16 + code, exactly."""
     lo = (((packed << 19) & 0x780000) | float_16).to(tl.float32, bitcast=True)
     hi = (((packed << 15) & 0x780000) | float_16).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _biased_zero(zero):
+    """16 + the zero point, in fp32 (what is subtracted from the biased codes)."""
+    return 16.0 + zero.to(tl.float32)
+
+
+@triton.jit
+def _biased_nibble(words, i: tl.constexpr, float_16):
+    """16 + nibble i (bits 4i .. 4i + 3) of 32-bit words, as fp32, without int-to-float conversions: the
+    nibble moved to bits 19..22 under the exponent bits of 16.0 (float_16) reads as 16 + code, exactly.
+    Word q of a row is packed bytes 4q .. 4q + 3 (little-endian), so nibble i is the code of k = 8q + i
+    (byte i // 2; its low nibble when i is even)."""
+    SHIFT: tl.constexpr = 19 - 4 * i
+    if SHIFT >= 0:
+        moved = words << SHIFT
+    else:
+        moved = words >> (-SHIFT)
+    return ((moved & 0x780000) | float_16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dequantized_halves(packed, scale, zero, float_16):
+    """The weights at k = 2p and k = 2p + 1 of packed bytes (BLOCK_N, HALF) of one group, (code - zero) * scale
+    in fp32, one fused multiply-add per code: (16 + code) * scale - (16 + zero) * scale (exact for fp16 and
+    bf16 scales: at most 16 significant bits)."""
+    offset = (-_biased_zero(zero) * scale)[:, None]
+    lo, hi = _biased_codes(packed, float_16)
     return lo * scale[:, None] + offset, hi * scale[:, None] + offset
 
 
-@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "ACC_2D"])
+@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K"])
 @triton.jit
-def _w4a16_gemv_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
-                            stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg, stride_on, float_16,
-                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr, ACC_2D: tl.constexpr, BLOCK_N: tl.constexpr,
-                            STAGES: tl.constexpr):
-    """Batch 1, one program per BLOCK_N rows over the whole K: per tile, the dequantised low nibbles
-    times x[k0 + 2j] plus the high nibbles times x[k0 + 2j + 1] (fp32). The loop's own num_stages
-    makes Triton prefetch the packed tiles (cp.async; the kernel-wide num_stages does not, for a
-    loop without a dot), which keeps STAGES - 1 tiles per row in flight."""
-    HALF: tl.constexpr = BLOCK_K // 2
+def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
+                            stride_wn, stride_wq, stride_sn, stride_sg, stride_zn, stride_zg, stride_os, stride_on,
+                            SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr, FOLD_ZERO: tl.constexpr,
+                            BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    """Batch 1, program (pid, split) for BLOCK_N rows over its share of K (all of it when SPLIT_K is 1).
+    The packed weight is read as 32-bit words (w_ptr: qweight viewed as int32, eight codes per word):
+    nibble i of word q times x[k0 + 8q + i], accumulated in fp32 (BLOCK_N, BLOCK_K / 8) registers and
+    reduced once at the end. The loop's own num_stages makes Triton prefetch the words (cp.async; the
+    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight."""
+    WORDS: tl.constexpr = BLOCK_K // 8
+    split = tl.program_id(1)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     in_n = offs_n < N
-    offs_j = tl.arange(0, HALF)
-    q_rows = q_ptr + offs_n[:, None] * stride_qn
-    if ACC_2D:
-        acc2 = tl.zeros((BLOCK_N, HALF), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
-        x_even = tl.load(x_ptr + (k0 + 2 * offs_j) * stride_xk).to(tl.float32)
-        x_odd = tl.load(x_ptr + (k0 + 2 * offs_j + 1) * stride_xk).to(tl.float32)
-        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.uint32)
+    offs_q = tl.arange(0, WORDS)
+    w_rows = w_ptr + offs_n[:, None] * stride_wn
+    t_begin, t_end = _tile_range(K, BLOCK_K, SPLIT_K, split)
+    acc2 = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
+    zero_terms = tl.zeros((BLOCK_N,), dtype=tl.float32)  # FOLD_ZERO: sum over tiles of s (16 + zero) sum x
+    for t in tl.range(t_begin, t_end, num_stages=STAGES):
+        k0 = t * BLOCK_K
+        words = tl.load(w_rows + (k0 // 8 + offs_q)[None, :] * stride_wq, mask=in_n[:, None], other=0)
         scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
                                       stride_sn, stride_sg, stride_zn, stride_zg)
-        w_lo, w_hi = _dequantized_halves(packed, scale, zero, float_16)
-        if ACC_2D:  # two fused multiply-adds per byte
-            acc2 += w_lo * x_even[None, :]
-            acc2 += w_hi * x_odd[None, :]
-        else:
-            acc += tl.sum(w_lo * x_even[None, :] + w_hi * x_odd[None, :], axis=1)
-    if ACC_2D:
-        acc = tl.sum(acc2, axis=1)
-    tl.store(out_ptr + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
+        offset = (-_biased_zero(zero) * scale)[:, None]
+        products = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
+        x_sums = tl.zeros((WORDS,), dtype=tl.float32)
+        for i in tl.static_range(8):
+            x_i = tl.load(x_ptr + (k0 + 8 * offs_q + i) * stride_xk).to(tl.float32)
+            code = _biased_nibble(words, i, float_16)
+            if FOLD_ZERO:  # sum (16 + code) x now; s * (16 + zero) * sum x subtracted per row
+                products += code * x_i[None, :]
+                x_sums += x_i
+            else:  # the dequantised weight (code - zero) * s times x
+                acc2 += (code * scale[:, None] + offset) * x_i[None, :]
+        if FOLD_ZERO:
+            acc2 += scale[:, None] * products
+            zero_terms += scale * _biased_zero(zero) * tl.sum(x_sums, axis=0)
+    acc = tl.sum(acc2, axis=1) - zero_terms
+    tl.store(out_ptr + split * stride_os + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
 
 
 @triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"],
@@ -284,10 +334,7 @@ def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
     offs_j = tl.arange(0, HALF)
     x_rows = x_ptr + offs_m[:, None] * stride_xm
     q_rows = q_ptr + offs_n[:, None] * stride_qn
-    tiles = K // BLOCK_K
-    tiles_per_split = tl.cdiv(tiles, SPLIT_K)
-    t_begin = split * tiles_per_split
-    t_end = tl.minimum(tiles, t_begin + tiles_per_split)
+    t_begin, t_end = _tile_range(K, BLOCK_K, SPLIT_K, split)
     if SWAP_AB:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
@@ -328,6 +375,14 @@ def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
     return max(1, min(4 * sms // tiles, K // 512, 16))
 
 
+def _as_words(qweight: torch.Tensor) -> torch.Tensor:
+    """qweight (N, K/2) uint8 viewed as int32 (N, K/8): word q of a row is bytes 4q .. 4q + 3 (a copy first
+    when the rows are not contiguous 4-byte-aligned runs)."""
+    if qweight.stride(1) != 1 or qweight.stride(0) % 4 or qweight.storage_offset() % 4:
+        qweight = qweight.clone(memory_format=torch.contiguous_format)
+    return qweight.view(torch.int32)
+
+
 def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
                  group_size: int) -> torch.Tensor:
     if x.dim() != 2 or qweight.dim() != 2 or qweight.dtype != torch.uint8:
@@ -343,7 +398,7 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     fast = _fast_path(group_size)
     if fast and M == 1:
-        split = 1  # the fast GEMV owns whole rows
+        split = GEMV_SPLIT_K
     elif fast and M <= 16 and GEMM_SPLIT_K is not None:
         split = GEMM_SPLIT_K
     else:
@@ -353,10 +408,11 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
     strides = (qweight.stride(0), qweight.stride(1), scales.stride(0), scales.stride(1), zeros.stride(0),
                zeros.stride(1))
 
-    if fast and M == 1:  # whole rows per program, one launch
-        _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
-            x, qweight, scales, zeros, out, N, K, x.stride(1), *strides, out.stride(1), FLOAT_16,
-            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), ACC_2D=GEMV_ACC_2D)
+    if fast and M == 1:  # BLOCK_N rows per program, the whole K unless GEMV_SPLIT_K
+        words = _as_words(qweight)
+        _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
+            x, words, scales, zeros, target, N, K, x.stride(1), words.stride(0), words.stride(1), *strides[2:],
+            stride_split, target.stride(-1), split, FLOAT_16, GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), FOLD_ZERO=GEMV_FOLD_ZERO)
     elif fast:
         _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
                                               split)](
