@@ -10,7 +10,7 @@ triton.testing.do_bench (median, after a correctness check against the workload'
 - ``previous``: the reference before the fast path (benchmarks/w4a16_previous.py: 0.575x / 0.469x /
   0.183x cuBLAS on the H200 of 2026-12-03), with its own split-K heuristic;
 - ``gemv fold`` / ``gemv dequant`` (batch 1): ``GEMV_FOLD_ZERO`` True / False of
-  solutions/part05_quantization/w4a16.py, with ``GEMV_SPLIT_K`` 1, 2 and 4 (fold) and 1 (dequant);
+  solutions/part05_quantization/w4a16.py, with ``GEMV_SPLIT_K`` 1, 2, 4 and 8 (fold) and 1 (dequant);
 - ``gemm swap`` / ``gemm plain`` (batch 16 and 128): ``GEMM_SWAP_AB_UP_TO_M`` on / off, at batch 16
   with ``GEMM_SPLIT_K`` forced to 1, 2, 4 and 8 and left to the heuristic (``split auto``).
 
@@ -52,7 +52,7 @@ DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMM_SWAP_AB
 def variants(m: int) -> list[tuple[str, dict]]:
     """(name, module settings) of the fast path's rows at batch m."""
     if m == 1:
-        return [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4)] + [
+        return [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4, 8)] + [
             ("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
     rows = []
     for swap in (True, False):

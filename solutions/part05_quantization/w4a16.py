@@ -185,8 +185,9 @@ def _fast_gemv_configs() -> list[triton.Config]:
     if INTERPRETED:
         return [triton.Config({"BLOCK_N": 16, "STAGES": 1}, num_warps=1)]
     # (BLOCK_N, warps, STAGES): a warp covers 8 rows of a 64-byte tile per pass, so BLOCK_N / (8 warps) rows
-    # per thread share each activation load (more rows, fewer loads; fewer programs in flight)
-    tiles = [(8, 1, 8), (16, 1, 6), (32, 1, 6), (32, 2, 4), (32, 2, 8), (32, 4, 6), (64, 2, 6), (64, 4, 6)]
+    # per thread share each activation load: sm_90 SASS of the loop, 11.9 / 9.1 / 8.0 instructions per
+    # byte at 2 / 4 / 8 rows per thread (benchmarks/sass_w4a16.py); fewer programs, though (GEMV_SPLIT_K)
+    tiles = [(8, 1, 8), (16, 1, 6), (32, 1, 6), (32, 1, 8), (32, 2, 6), (64, 1, 6), (64, 2, 6), (64, 4, 6)]
     return [triton.Config({"BLOCK_N": bn, "STAGES": stages}, num_warps=warps) for bn, warps, stages in tiles]
 
 
