@@ -52,8 +52,8 @@ DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMM_SWAP_AB
 def variants(m: int) -> list[tuple[str, dict]]:
     """(name, module settings) of the fast path's rows at batch m."""
     if m == 1:
-        return [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4, 8)] + [
-            ("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
+        folded = [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4, 8)]
+        return folded + [("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
     rows = []
     for swap in (True, False):
         for split in (SPLITS if m <= 16 else (None,)):

@@ -319,7 +319,8 @@ def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
 @triton.jit
 def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
                             stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
-                            stride_os, stride_om, stride_on, SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
+                            stride_os, stride_om, stride_on, SPLIT_K, float_16,
+                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
                             SWAP_AB: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Program (pid, split) computes one BLOCK_M x BLOCK_N tile of out[split] over its share of the K
     tiles: per tile two tensor-core dots, x[:, even k] with the dequantised low nibbles and x[:, odd k]
@@ -413,7 +414,8 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
         words = _as_words(qweight)
         _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
             x, words, scales, zeros, target, N, K, x.stride(1), words.stride(0), words.stride(1), *strides[2:],
-            stride_split, target.stride(-1), split, FLOAT_16, GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), FOLD_ZERO=GEMV_FOLD_ZERO)
+            stride_split, target.stride(-1), split, FLOAT_16,
+            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), FOLD_ZERO=GEMV_FOLD_ZERO)
     elif fast:
         _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
                                               split)](
