@@ -4,16 +4,18 @@ Reference solution. See exercises/part05_quantization/w4a16.py for the specifica
 
 Two paths. Groups of a power of two >= 32 (the challenge's 128) take the fast kernels; other group
 sizes the generic ones. The generic kernels reached only 0.58x / 0.47x / 0.18x cuBLAS bf16 at batch
-1 / 16 / 128 on an H200 (N = K = 8192): batch 1 moved 35 MB in 77 us (~450 GB/s of ~4.8 TB/s), so it
-was bound by instructions, not memory. The fast kernels cut the work per weight: every K tile lies in
-one group (one scale and zero per row per tile, no K mask); the codes stay in the packed order (low
-nibbles times x[even k], high nibbles times x[odd k]: no interleaving shuffle); a code becomes a weight
-without an int-to-float instruction (bits 0x41800000 | code << 19 are the fp32 16 + code, exactly; one
-fused multiply-add with the scale and -(16 + zero) * scale); batch 1 owns whole rows (one launch, no
-split-K by default) with the K loop's loads prefetched; the GEMM issues two tensor-core dots per tile (even and
-odd k), chained through the accumulator.
-中文：参考实现。组大小为 ≥32 的 2 的幂时走快速路径：每个 K 块只落在一个组内；不交织半字节（低半字节乘偶数列
-激活、高半字节乘奇数列）；用 0x41800000 | code<<19 的位模式得到 16 + code、一次 FMA 反量化，代替整数转浮点指令；batch 1 不切分 K。
+1 / 16 / 128 on an H200 (N = K = 8192): batch 1 moved 35 MB in 77 us (~450 GB/s of ~4.8 TB/s), bound by
+instructions (about 60 per weight byte in the sm_90 SASS of its loop: I2F conversions, the tl.join
+interleave, a scale and zero per element) and by loads never prefetched. The fast kernels: every K
+tile lies in one group (one scale and zero per row per tile, no K mask); the codes stay in the packed
+order (no interleaving); a code becomes a float without I2F (the nibble moved under the exponent bits
+of 16.0 reads as 16 + code, exactly); batch 1 reads 8 codes per int32 word, folds the zero point out
+of the products and prefetches with the K loop's num_stages (8-13 instructions per byte); the GEMM
+dequantises with one FMA per code and issues two tensor-core dots per tile (even and odd k), chained
+through the accumulator (12-16 per byte). benchmarks/sass_w4a16.py counts them, tune_w4a16.py times them.
+中文：组大小为 ≥32 的 2 的幂时走快速路径：每个 K 块只落在一个组内；不交织半字节；把半字节放到 16.0 的指数位下，
+按位得到 16 + code，代替整数转浮点；batch 1 按 int32 字读 8 个码字、把零点移出乘积、K 循环用 cp.async 预取；
+GEMM 每个码字一次 FMA 反量化，每块两次 tl.dot。每字节指令数约为旧版的 1/5～1/7。
 """
 from __future__ import annotations
 
