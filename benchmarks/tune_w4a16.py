@@ -152,6 +152,8 @@ def settings_line(best: dict[int, dict]) -> list[str]:
     if swapped or plain:  # the swap for batches up to the largest swapped winner below the smallest plain one
         below = [m for m in swapped if not plain or m < min(plain)]
         out.append(f"GEMM_SWAP_AB_UP_TO_M = {max(below) if below else 0}")
+        if len(below) < len(swapped):  # e.g. plain at 16 but swapped at 128: a threshold cannot say so
+            out.append(f"(the swap also won at batch {sorted(set(swapped) - set(below))}: compare the rows)")
     small = [m for m in sorted(best) if 1 < m <= 16]
     if small:
         out.append(f"GEMM_SPLIT_K = {best[small[-1]]['settings']['GEMM_SPLIT_K']}")
