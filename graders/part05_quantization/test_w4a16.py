@@ -1,7 +1,8 @@
 """Hidden tests for part05_quantization.w4a16 (fused int4 dequantise-and-multiply in Triton).
 
 CPU shapes are tiny (the Triton interpreter costs milliseconds per program and op); batch sizes
-on both sides of 16 take both the split-K and the plain path of the reference.
+on both sides of 16 take both the split-K and the plain path of the reference, batch 1 and more,
+with power-of-two groups of 32 and more and with other groups, its fast and its generic kernels.
 """
 import pytest
 import torch
@@ -31,6 +32,9 @@ def seeded(gen):
     (17, 40, 128, 16, torch.float16),   # just above 16 rows: two row tiles, eight groups
     (6, 24, 96, 96, torch.float16),     # one group spans the whole row
     (2, 8, 80, 16, torch.float32),      # K = 80 is not a multiple of any power-of-two BLOCK_K >= 32
+    (5, 37, 160, 32, torch.float16),    # batch 5: five groups of 32 shared unevenly by two K splits, N ragged
+    (1, 20, 192, 64, torch.float32),    # batch 1: three groups of 64, each longer than a 32-wide K tile
+    (1, 24, 96, 16, torch.float16),     # batch 1 with groups smaller than any K tile
 ])
 def test_matches_reference_at_ragged_shapes(impl, gen, m, n, k, group_size, dtype):
     s = seeded(gen)

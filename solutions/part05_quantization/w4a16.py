@@ -1,7 +1,21 @@
 """W4A16: a fused dequantise-and-multiply Triton kernel for int4 group-quantised weights (textbook 08 §8.5).
 
 Reference solution. See exercises/part05_quantization/w4a16.py for the specification.
-中文：参考实现（在核内解包 int4、按组反量化、与激活做 fp32 累加的矩阵乘；小批量时切分 K）。
+
+Two paths. Groups of a power of two >= 32 (the challenge's 128) take the fast kernels; other group
+sizes the generic ones. The generic kernels reached only 0.58x / 0.47x / 0.18x cuBLAS bf16 at batch
+1 / 16 / 128 on an H200 (N = K = 8192): batch 1 moved 35 MB in 77 us (~450 GB/s of ~4.8 TB/s), bound by
+instructions (about 60 per weight byte in the sm_90 SASS of its loop: I2F conversions, the tl.join
+interleave, a scale and zero per element) and by loads never prefetched. The fast kernels: every K
+tile lies in one group (one scale and zero per row per tile, no K mask); the codes stay in the packed
+order (no interleaving); a code becomes a float without I2F (the nibble moved under the exponent bits
+of 16.0 reads as 16 + code, exactly); batch 1 reads 8 codes per int32 word, folds the zero point out
+of the products and prefetches with the K loop's num_stages (8-13 instructions per byte); the GEMM
+dequantises with one FMA per code and issues two tensor-core dots per tile (even and odd k), chained
+through the accumulator (12-16 per byte). benchmarks/sass_w4a16.py counts them, tune_w4a16.py times them.
+中文：组大小为 ≥32 的 2 的幂时走快速路径：每个 K 块只落在一个组内；不交织半字节；把半字节放到 16.0 的指数位下，
+按位得到 16 + code，代替整数转浮点；batch 1 按 int32 字读 8 个码字、把零点移出乘积、K 循环用 cp.async 预取；
+GEMM 每个码字一次 FMA 反量化，每块两次 tl.dot。每字节指令数约为旧版的 1/5～1/7。
 """
 from __future__ import annotations
 
@@ -134,6 +148,226 @@ def _split_k_sum_kernel(partial_ptr, out_ptr, M, N, SPLIT_K, stride_om, stride_o
     tl.store(out_ptr + (offs // N) * stride_om + (offs % N) * stride_on, acc.to(out_ptr.dtype.element_ty), mask=inside)
 
 
+# --- the fast path: power-of-two groups of 32 and more -------------------------------------------
+
+GEMV_FOLD_ZERO = True
+"""Batch 1, two ways to fill the (BLOCK_N, BLOCK_K / 8) fp32 accumulator. True: the zero point folded
+out of the products, sum (code - zero) s x = s sum (16 + code) x - s (16 + zero) sum x, the first term
+per code (one fused multiply-add), the second per row and tile. False: the dequantised weight per code
+(two fused multiply-adds). benchmarks/tune_w4a16.py times both."""
+
+GEMV_SPLIT_K = 2 if INTERPRETED else 1
+"""Batch 1 on the fast path: K shared among this many programs per BLOCK_N rows (a second kernel adds
+the fp32 partial sums). 1 is one launch; more puts more programs (and loads) in flight when BLOCK_N
+rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2 and 4; the interpreter
+splits, so that the CPU tests take the split path."""
+
+GEMM_SWAP_AB_UP_TO_M = 16
+"""Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
+operand, which Hopper's wgmma can take from registers, and a batch of 16 fills the narrow side);
+larger batches out = x W^T (the weight tile goes through shared memory). benchmarks/tune_w4a16.py
+times both at batch 16 and 128: 0 turns the swap off, 128 on for both."""
+
+GEMM_SPLIT_K: int | None = None
+"""Batches of 2 .. 16 on the fast path: K shared among this many programs per output tile, or None for
+the heuristic ``_split_k`` (the generic kernels always use it). benchmarks/tune_w4a16.py times 1, 2, 4, 8."""
+
+
+def _fast_path(group_size: int) -> bool:
+    return group_size >= 32 and group_size & (group_size - 1) == 0
+
+
+def _fast_block_k(group_size: int, cap: int) -> int:
+    """A K tile inside one group. Under the interpreter 32, so that a group of 64 spans two tiles."""
+    return min(group_size, 32 if INTERPRETED else cap)
+
+
+def _fast_gemv_configs() -> list[triton.Config]:
+    """Rows per program, warps, and tiles in the K loop's pipeline (cp.async prefetch)."""
+    if INTERPRETED:
+        return [triton.Config({"BLOCK_N": 16, "STAGES": 1}, num_warps=1)]
+    # (BLOCK_N, warps, STAGES): a warp covers 8 rows of a 64-byte tile per pass, so BLOCK_N / (8 warps) rows
+    # per thread share each activation load: sm_90 SASS of the loop, 11.9 / 9.1 / 8.0 instructions per
+    # byte at 2 / 4 / 8 rows per thread (benchmarks/sass_w4a16.py); fewer programs, though (GEMV_SPLIT_K)
+    tiles = [(8, 1, 8), (16, 1, 6), (32, 1, 6), (32, 1, 8), (32, 2, 6), (64, 1, 6), (64, 2, 6), (64, 4, 6)]
+    return [triton.Config({"BLOCK_N": bn, "STAGES": stages}, num_warps=warps) for bn, warps, stages in tiles]
+
+
+def _fast_gemm_configs() -> list[triton.Config]:
+    if INTERPRETED:
+        return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16}, num_warps=1)]
+    tiles = [  # (BLOCK_M, BLOCK_N, num_stages, num_warps)
+        (16, 64, 4, 4), (16, 128, 4, 4), (16, 256, 3, 8), (32, 128, 4, 4), (64, 64, 4, 4),
+        (64, 128, 4, 4), (64, 256, 3, 8), (128, 128, 3, 8), (128, 256, 3, 8),
+    ]
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=stages, num_warps=warps)
+            for bm, bn, stages, warps in tiles]
+
+
+def _rows_that_fit(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    """No row tile taller than the batch needs (at batch 16 only the 16-row tiles are tried)."""
+    rows = max(16, triton.next_power_of_2(named_args["M"]))
+    return [c for c in configs if c.kwargs["BLOCK_M"] <= rows] or configs
+
+
+@triton.jit
+def _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP: tl.constexpr,
+                    stride_sn, stride_sg, stride_zn, stride_zg):
+    """The scale (fp32) and zero point of each row for the K tile starting at k0 (inside one group)."""
+    group = k0 // GROUP
+    scale = tl.load(scale_ptr + offs_n * stride_sn + group * stride_sg, mask=in_n, other=0.0).to(tl.float32)
+    zero = tl.load(zero_ptr + offs_n * stride_zn + group * stride_zg, mask=in_n, other=0)
+    return scale, zero
+
+
+FLOAT_16 = 0x41800000
+"""The bits of the fp32 16.0; a kernel argument, not a literal, so that the compiler keeps it in a
+register and merges the mask and the or below into one LOP3 (two literals take two instructions)."""
+
+
+@triton.jit
+def _tile_range(K, BLOCK_K: tl.constexpr, SPLIT_K, split):
+    """The K tiles [t_begin, t_end) of share ``split`` of SPLIT_K (the last shares may be short or empty)."""
+    tiles = K // BLOCK_K
+    tiles_per_split = tl.cdiv(tiles, SPLIT_K)
+    t_begin = split * tiles_per_split
+    return t_begin, tl.minimum(tiles, t_begin + tiles_per_split)
+
+
+@triton.jit
+def _biased_codes(packed, float_16):
+    """16 + the low nibbles (k = 2p) and 16 + the high nibbles (k = 2p + 1) of packed bytes, as fp32 and
+    without int-to-float conversions: the bits float_16 | code << 19 read as fp32 are 16 + code, exactly."""
+    lo = (((packed << 19) & 0x780000) | float_16).to(tl.float32, bitcast=True)
+    hi = (((packed << 15) & 0x780000) | float_16).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _biased_zero(zero):
+    """16 + the zero point, in fp32 (what is subtracted from the biased codes)."""
+    return 16.0 + zero.to(tl.float32)
+
+
+@triton.jit
+def _biased_nibble(words, i: tl.constexpr, float_16):
+    """16 + nibble i (bits 4i .. 4i + 3) of 32-bit words, as fp32, without int-to-float conversions: the
+    nibble moved to bits 19..22 under the exponent bits of 16.0 (float_16) reads as 16 + code, exactly.
+    Word q of a row is packed bytes 4q .. 4q + 3 (little-endian), so nibble i is the code of k = 8q + i
+    (byte i // 2; its low nibble when i is even)."""
+    SHIFT: tl.constexpr = 19 - 4 * i
+    if SHIFT >= 0:
+        moved = words << SHIFT
+    else:
+        moved = words >> (-SHIFT)
+    return ((moved & 0x780000) | float_16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dequantized_halves(packed, scale, zero, float_16):
+    """The weights at k = 2p and k = 2p + 1 of packed bytes (BLOCK_N, HALF) of one group, (code - zero) * scale
+    in fp32, one fused multiply-add per code: (16 + code) * scale - (16 + zero) * scale (exact for fp16 and
+    bf16 scales: at most 16 significant bits)."""
+    offset = (-_biased_zero(zero) * scale)[:, None]
+    lo, hi = _biased_codes(packed, float_16)
+    return lo * scale[:, None] + offset, hi * scale[:, None] + offset
+
+
+@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K"])
+@triton.jit
+def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
+                            stride_wn, stride_wq, stride_sn, stride_sg, stride_zn, stride_zg, stride_os, stride_on,
+                            SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr, FOLD_ZERO: tl.constexpr,
+                            BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    """Batch 1, program (pid, split) for BLOCK_N rows over its share of K (all of it when SPLIT_K is 1).
+    The packed weight is read as 32-bit words (w_ptr: qweight viewed as int32, eight codes per word):
+    nibble i of word q times x[k0 + 8q + i], accumulated in fp32 (BLOCK_N, BLOCK_K / 8) registers and
+    reduced once at the end. The loop's own num_stages makes Triton prefetch the words (cp.async; the
+    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight."""
+    WORDS: tl.constexpr = BLOCK_K // 8
+    split = tl.program_id(1)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_n = offs_n < N
+    offs_q = tl.arange(0, WORDS)
+    w_rows = w_ptr + offs_n[:, None] * stride_wn
+    t_begin, t_end = _tile_range(K, BLOCK_K, SPLIT_K, split)
+    acc2 = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
+    zero_terms = tl.zeros((BLOCK_N,), dtype=tl.float32)  # FOLD_ZERO: sum over tiles of s (16 + zero) sum x
+    for t in tl.range(t_begin, t_end, num_stages=STAGES):
+        k0 = t * BLOCK_K
+        words = tl.load(w_rows + (k0 // 8 + offs_q)[None, :] * stride_wq, mask=in_n[:, None], other=0)
+        scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
+                                      stride_sn, stride_sg, stride_zn, stride_zg)
+        offset = (-_biased_zero(zero) * scale)[:, None]
+        products = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
+        x_sums = tl.zeros((WORDS,), dtype=tl.float32)
+        for i in tl.static_range(8):
+            x_i = tl.load(x_ptr + (k0 + 8 * offs_q + i) * stride_xk).to(tl.float32)
+            code = _biased_nibble(words, i, float_16)
+            if FOLD_ZERO:  # sum (16 + code) x now; s * (16 + zero) * sum x subtracted per row
+                products += code * x_i[None, :]
+                x_sums += x_i
+            else:  # the dequantised weight (code - zero) * s times x
+                acc2 += (code * scale[:, None] + offset) * x_i[None, :]
+        if FOLD_ZERO:
+            acc2 += scale[:, None] * products
+            zero_terms += scale * _biased_zero(zero) * tl.sum(x_sums, axis=0)
+    acc = tl.sum(acc2, axis=1) - zero_terms
+    tl.store(out_ptr + split * stride_os + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
+
+
+@triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"],
+                 prune_configs_by={"early_config_prune": _rows_that_fit})
+@triton.jit
+def _w4a16_gemm_fast_kernel(x_ptr, q_ptr, scale_ptr, zero_ptr, out_ptr, M, N, K,
+                            stride_xm, stride_xk, stride_qn, stride_qk, stride_sn, stride_sg, stride_zn, stride_zg,
+                            stride_os, stride_om, stride_on, SPLIT_K, float_16,
+                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
+                            SWAP_AB: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Program (pid, split) computes one BLOCK_M x BLOCK_N tile of out[split] over its share of the K
+    tiles: per tile two tensor-core dots, x[:, even k] with the dequantised low nibbles and x[:, odd k]
+    with the high ones (each rounded to the activation dtype, fp32 accumulation). SWAP_AB: the
+    transposed tile (BLOCK_N, BLOCK_M) is accumulated, the weight tile being the dots' first operand."""
+    HALF: tl.constexpr = BLOCK_K // 2
+    pid, split = tl.program_id(0), tl.program_id(1)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = pid // num_pid_n, pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_m, in_n = offs_m < M, offs_n < N
+    offs_j = tl.arange(0, HALF)
+    x_rows = x_ptr + offs_m[:, None] * stride_xm
+    q_rows = q_ptr + offs_n[:, None] * stride_qn
+    t_begin, t_end = _tile_range(K, BLOCK_K, SPLIT_K, split)
+    if SWAP_AB:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for t in range(t_begin, t_end):
+        k0 = t * BLOCK_K
+        x_even = tl.load(x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=in_m[:, None], other=0.0)
+        x_odd = tl.load(x_rows + (k0 + 2 * offs_j + 1)[None, :] * stride_xk, mask=in_m[:, None], other=0.0)
+        packed = tl.load(q_rows + (k0 // 2 + offs_j)[None, :] * stride_qk, mask=in_n[:, None], other=0).to(tl.uint32)
+        scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
+                                      stride_sn, stride_sg, stride_zn, stride_zg)
+        w_lo, w_hi = _dequantized_halves(packed, scale, zero, float_16)
+        w_lo = w_lo.to(x_ptr.dtype.element_ty)
+        w_hi = w_hi.to(x_ptr.dtype.element_ty)
+        if SWAP_AB:
+            acc = tl.dot(w_lo, tl.trans(x_even), acc)
+            acc = tl.dot(w_hi, tl.trans(x_odd), acc)
+        else:
+            acc = tl.dot(x_even, tl.trans(w_lo), acc)
+            acc = tl.dot(x_odd, tl.trans(w_hi), acc)
+    out_tile = out_ptr + split * stride_os
+    if SWAP_AB:
+        tl.store(out_tile + offs_n[:, None] * stride_on + offs_m[None, :] * stride_om, acc.to(out_ptr.dtype.element_ty),
+                 mask=in_n[:, None] & in_m[None, :])
+    else:
+        tl.store(out_tile + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on, acc.to(out_ptr.dtype.element_ty),
+                 mask=in_m[:, None] & in_n[None, :])
+
+
 def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
     """Small batches leave most SMs idle with one program per output tile: share K among programs."""
     if M > 16:
@@ -143,6 +377,14 @@ def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     tiles = triton.cdiv(N, 64)
     return max(1, min(4 * sms // tiles, K // 512, 16))
+
+
+def _as_words(qweight: torch.Tensor) -> torch.Tensor:
+    """qweight (N, K/2) uint8 viewed as int32 (N, K/8): word q of a row is bytes 4q .. 4q + 3 (a copy first
+    when the rows are not contiguous 4-byte-aligned runs)."""
+    if qweight.stride(1) != 1 or qweight.stride(0) % 4 or qweight.storage_offset() % 4:
+        qweight = qweight.clone(memory_format=torch.contiguous_format)
+    return qweight.view(torch.int32)
 
 
 def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
@@ -158,20 +400,37 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
         raise ValueError(f"scales and zeros must be (N, K / group_size) = {(N, K // group_size)}, got "
                          f"{tuple(scales.shape)} and {tuple(zeros.shape)}")
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    split = _split_k(M, N, K, x.device)
+    fast = _fast_path(group_size)
+    if fast and M == 1:
+        split = GEMV_SPLIT_K
+    elif fast and M <= 16 and GEMM_SPLIT_K is not None:
+        split = GEMM_SPLIT_K
+    else:
+        split = _split_k(M, N, K, x.device)
     target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
     stride_split = 0 if split == 1 else target.stride(0)
+    strides = (qweight.stride(0), qweight.stride(1), scales.stride(0), scales.stride(1), zeros.stride(0),
+               zeros.stride(1))
 
-    if M == 1:  # a matrix-vector product: the GEMV kernel
+    if fast and M == 1:  # BLOCK_N rows per program, the whole K unless GEMV_SPLIT_K
+        words = _as_words(qweight)
+        _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
+            x, words, scales, zeros, target, N, K, x.stride(1), words.stride(0), words.stride(1), *strides[2:],
+            stride_split, target.stride(-1), split, FLOAT_16,
+            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), FOLD_ZERO=GEMV_FOLD_ZERO)
+    elif fast:
+        _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
+                                              split)](
+            x, qweight, scales, zeros, target, M, N, K, x.stride(0), x.stride(1), *strides,
+            stride_split, target.stride(-2), target.stride(-1), split, FLOAT_16,
+            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 128), SWAP_AB=M <= GEMM_SWAP_AB_UP_TO_M)
+    elif M == 1:  # a matrix-vector product: the GEMV kernel
         _w4a16_gemv_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
-            x, qweight, scales, zeros, target, N, K, group_size, x.stride(1), qweight.stride(0), qweight.stride(1),
-            scales.stride(0), scales.stride(1), zeros.stride(0), zeros.stride(1), stride_split, target.stride(-1),
-            split)
+            x, qweight, scales, zeros, target, N, K, group_size, x.stride(1), *strides, stride_split,
+            target.stride(-1), split)
     else:
         w4a16_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), split)](
-            x, qweight, scales, zeros, target, M, N, K, group_size,
-            x.stride(0), x.stride(1), qweight.stride(0), qweight.stride(1), scales.stride(0),
-            scales.stride(1), zeros.stride(0), zeros.stride(1),
+            x, qweight, scales, zeros, target, M, N, K, group_size, x.stride(0), x.stride(1), *strides,
             stride_split, target.stride(-2), target.stride(-1), split)
     if split > 1:
         block = 1024
