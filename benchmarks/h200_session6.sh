@@ -2,6 +2,7 @@
 # One device call of the sixth session (issues #12 and #14): each step under its own timeout, every
 # output under $OUT (packed: the device returns at most 8 files). Run from the repository root, as root.
 #   bash benchmarks/h200_session6.sh first    # #12 diagnosis (where grade --gpu spends its time), #14 figures
+#   bash benchmarks/h200_session6.sh final    # #16 W4A16 sweep + bench, then #12 grade --gpu: hostile samples, reference
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -31,6 +32,21 @@ case "${1:-first}" in
     stamp "engine throughput"
     timeout 200 python3 benchmarks/engine_throughput.py --out "$OUT/h200-engine.json" > "$LOGS/engine.txt" 2>&1
     echo "rc=$?" >> "$LOGS/engine.txt"
+    stamp done ;;
+  final)
+    T0=$(date +%s)
+    stamp "w4a16: the sweep of the reference's variants, then infralab bench"
+    timeout 200 python3 benchmarks/tune_w4a16.py --out "$OUT/h200-w4a16-tune.json" > "$LOGS/w4a16-tune.txt" 2>&1
+    echo "rc=$?" >> "$LOGS/w4a16-tune.txt"
+    timeout 70 python3 -m infralab.cli bench part05_quantization.w4a16 --target solutions --time-cap 3 \
+      --record "$OUT/h200-w4a16-bench.json" > "$LOGS/w4a16-bench.txt" 2>&1; echo "rc=$?" >> "$LOGS/w4a16-bench.txt"
+    rm -f "$OUT"/*.png
+    timeout 50 python3 -m pytest $PLUGIN graders/part05_quantization/test_w4a16.py -m gpu --target solutions -q -n 0 \
+      -p no:cacheprovider > "$LOGS/w4a16-gpu-tests.txt" 2>&1; echo "rc=$?" >> "$LOGS/w4a16-gpu-tests.txt"
+    stamp "grade --gpu: hostile samples"
+    OUT=$OUT TIMECAP=3 LIMIT=80 DEADLINE=$((T0 + 450)) bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1
+    stamp "grade --gpu: reference, one exercise at a time"
+    OUT=$OUT TIMECAP=3 LIMIT=120 DEADLINE=$((T0 + 545)) bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
     stamp done ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
