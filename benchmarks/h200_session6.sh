@@ -3,6 +3,7 @@
 # output under $OUT (packed: the device returns at most 8 files). Run from the repository root, as root.
 #   bash benchmarks/h200_session6.sh first    # #12 diagnosis (where grade --gpu spends its time), #14 figures
 #   bash benchmarks/h200_session6.sh final    # #16 W4A16 sweep + bench, then #12 grade --gpu: hostile samples, reference
+#     (HOSTILE_UNTIL: seconds after the start by which the last hostile grade starts; REFERENCE=0 skips the reference)
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -44,9 +45,12 @@ case "${1:-first}" in
     timeout 50 python3 -m pytest $PLUGIN graders/part05_quantization/test_w4a16.py -m gpu --target solutions -q -n 0 \
       -p no:cacheprovider > "$LOGS/w4a16-gpu-tests.txt" 2>&1; echo "rc=$?" >> "$LOGS/w4a16-gpu-tests.txt"
     stamp "grade --gpu: hostile samples"
-    OUT=$OUT TIMECAP=3 LIMIT=80 DEADLINE=$((T0 + 450)) bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1
-    stamp "grade --gpu: reference, one exercise at a time"
-    OUT=$OUT TIMECAP=3 LIMIT=120 DEADLINE=$((T0 + 545)) bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
+    OUT=$OUT TIMECAP=3 LIMIT=80 DEADLINE=$((T0 + ${HOSTILE_UNTIL:-450})) bash benchmarks/h200_grade_gpu.sh hostile \
+      > "$LOGS/hostile.txt" 2>&1
+    if [ "${REFERENCE:-1}" = 1 ]; then  # REFERENCE=0: the reference phase gets a call of its own
+      stamp "grade --gpu: reference, one exercise at a time"
+      OUT=$OUT TIMECAP=3 LIMIT=120 DEADLINE=$((T0 + 545)) bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
+    fi
     stamp done ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
