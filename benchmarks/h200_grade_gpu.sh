@@ -6,6 +6,8 @@
 #   bash benchmarks/h200_grade_gpu.sh bench       # infralab bench on the same solutions (caged vs bench: within 5%)
 #   bash benchmarks/h200_grade_gpu.sh diagnose    # first: one caged shape under pytest-timeout (stacks if it hangs)
 # DEADLINE (epoch seconds; reference, hostile): grades not started by then are skipped, so the outputs are packed in time.
+# SAMPLES (hostile; default fixtures/submissions_gpu): the folder of samples to grade.
+# PAGED_ONLY=1 with ONLY: the reference phase grades the paged decode kernel too.
 # TIMECAP (default 20): seconds of sampling per shape (grade --time-cap, bench --time-cap).
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
@@ -22,7 +24,10 @@ ONLY=${ONLY:-}  # e.g. ONLY="vector_add softmax": grade and bench only these par
 EXERCISES="--exercise part03_kernels.vector_add --exercise part03_kernels.rmsnorm --exercise part03_kernels.softmax \
   --exercise part03_kernels.matmul --exercise part03_kernels.flash_attention --exercise part03_kernels.decode_attention"
 PAGED="--exercise part04_serving.paged_decode_kernel"  # Part 04's Triton kernel: the reference phase only
-if [ -n "$ONLY" ]; then EXERCISES=""; PAGED=""; for e in $ONLY; do EXERCISES="$EXERCISES --exercise part03_kernels.$e"; done; fi
+if [ -n "$ONLY${PAGED_ONLY:-}" ]; then
+  EXERCISES=""; [ -z "${PAGED_ONLY:-}" ] && PAGED=""
+  for e in $ONLY; do EXERCISES="$EXERCISES --exercise part03_kernels.$e"; done
+fi
 rm -rf "$CLASS"
 mkdir -p "$CLASS" "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
@@ -45,7 +50,7 @@ case "$PHASE" in
       echo "== $ex: $(( $(date +%s) - t0 )) s"
     done ;;
   hostile)  # each sample graded on the exercises it submits (the stubs of the others would only fail)
-    for d in fixtures/submissions_gpu/*/; do
+    for d in "${SAMPLES:-fixtures/submissions_gpu}"/*/; do
       name=$(basename "$d")
       if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then echo "== $name: not run (DEADLINE)"; continue; fi
       rm -rf "$CLASS" && mkdir -p "$CLASS" && cp -r "$d" "$CLASS/"

@@ -42,12 +42,17 @@ class Right:
 
 
 class FakeBench:
-    """The executor's side, in-process: each call costs ``per_call`` of the fake clock, each request
-    ``trip``; the cage's own timer reports ``cage_timer(true seconds)``."""
+    """The executor's side, in-process: each call costs ``per_call`` of the fake clock on the device
+    and ``host_per_call`` to enqueue (an unarmed batch costs the larger of the two per call; an armed
+    one, the enqueueing at arming and the device's share after go), each request ``trip``; the cage's
+    own timer reports ``cage_timer(true seconds)``. ``can_arm=False``: a cage without Triton;
+    ``release_early``: the cage's watchdog released every armed batch."""
 
     def __init__(self, module, clock: FakeClock, per_call=1e-3, trip=5e-3, cage_timer=lambda s: s, tampered=(),
-                 kernels=None, alter_inputs=False):
+                 kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False):
         self.module, self.clock, self.per_call, self.trip = module, clock, per_call, trip
+        self.host_per_call, self.can_arm, self.release_early = host_per_call, can_arm, release_early
+        self.armed = None
         self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
         self.seeds: list[int] = []
         self.requests: list[dict] = []
@@ -61,21 +66,38 @@ class FakeBench:
             self.sets = [{k: torch.ones_like(v) for k, v in s.items()} for s in self.sets]
         return {"sets": len(self.sets), "problem": None}
 
-    def run(self, calls, start, keep, *, gate=False, profile=False):
-        self.requests.append({"calls": calls, "gate": gate, "profile": profile})
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0):
+        self.requests.append({"calls": calls, "gate": gate, "profile": profile, "arm": arm})
         self.clock.now += self.trip
-        kept = {}
-        for i in range(calls):
-            out = self.wl.call(self.module, self.sets[(start + i) % len(self.sets)], self.opts)
-            self.clock.now += self.per_call
-            if i in keep:
-                kept[i] = out if isinstance(out, tuple) else (out,)
-        self.kept = kept
+        if arm and not gate and not profile:
+            if not self.can_arm:
+                return {"armed": False}
+            self.clock.now += calls * self.host_per_call  # enqueued behind the wait: before the judge's clock
+            self.armed = (calls, start, keep)
+            return {"armed": True}
+        self._calls(calls, start, keep, max(self.per_call, self.host_per_call))
         if profile:
             return {"kernels": [[k.name, k.stream, k.kind] for k in self.kernels], "launched": ["add_kernel"] * calls, "tampered": []}
         return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered}
 
-    def fetch(self):
+    def _calls(self, calls, start, keep, per_call):
+        kept = {}
+        for i in range(calls):
+            out = self.wl.call(self.module, self.sets[(start + i) % len(self.sets)], self.opts)
+            self.clock.now += per_call
+            if i in keep:
+                kept[i] = out if isinstance(out, tuple) else (out,)
+        self.kept = kept
+
+    def go(self):
+        (calls, start, keep), self.armed = self.armed, None
+        self.clock.now += self.trip
+        self._calls(calls, start, keep, self.per_call)
+        return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered,
+                "released_early": self.release_early and calls > 0}
+
+    def fetch(self, sample=None):
+        self.fetched = sample
         kept, self.kept = self.kept, {}
         return kept
 
@@ -201,10 +223,10 @@ def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_ba
 class BannedWhenTimed(FakeBench):
     """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
 
-    def run(self, calls, start, keep, *, gate=False, profile=False):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0):
         if calls and not gate:
             raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
-        return super().run(calls, start, keep, gate=gate, profile=profile)
+        return super().run(calls, start, keep, gate=gate, profile=profile, arm=arm)
 
 
 def test_a_guard_tripped_in_a_timed_call_rejects_with_the_cages_error(eager_baseline):
@@ -230,3 +252,72 @@ def test_a_replaced_part_of_the_executors_challenge_side_is_a_disabled_guard(mon
     monkeypatch.setattr(perf_ops.PerfOps, "_inner_timed", lambda self, batch: 1.0)
     monkeypatch.setattr(perf_ops.checked, "tampered", lambda: [])
     assert session.lost_guards() == ["PerfOps._inner_timed", "checked.tampered"]
+
+
+def test_armed_batches_leave_the_hosts_enqueueing_out_of_the_judges_clock(eager_baseline):
+    """3 ms of host work per call (Python, the guards, the launcher) before 1 ms on the device: armed,
+    the figure is the device's 1 ms, as the bench's spin kernel makes it; unarmed, the host's 3 ms."""
+    clock = FakeClock()
+    eager_baseline(clock)
+    armed = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3), clock)
+    assert armed["metrics"]["candidate"]["median_ms"] == pytest.approx(1.0)
+    assert armed["metrics"]["judge_clock"]["armed"] is True and armed["decision"] == "accept"
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3)
+    plain = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed": False}))
+    assert plain["metrics"]["candidate"]["median_ms"] == pytest.approx(3.0)
+    assert plain["metrics"]["judge_clock"]["armed"] is False
+    assert not any(r["arm"] for r in bench.requests)
+
+
+def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(Right, clock, per_call=1e-6)
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64}))
+    assert e["workload"]["calls_per_sample"]["candidate"] == 64
+    assert max(r["calls"] for r in bench.requests if r["arm"]) == 64
+
+
+def test_a_batch_the_cage_released_itself_is_timed_again_unarmed_with_a_note(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3, release_early=True), clock)
+    assert e["metrics"]["judge_clock"]["armed"] is False
+    assert e["metrics"]["candidate"]["median_ms"] == pytest.approx(3.0)  # the host's share now counts
+    assert any(".item()" in note for note in e["workload"]["notes"])
+
+
+def test_a_cage_that_cannot_arm_is_timed_unarmed(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    e = run(FakeBench(Right, clock, can_arm=False), clock)
+    assert e["decision"] == "accept" and e["metrics"]["judge_clock"]["armed"] is False
+
+
+def test_a_large_output_is_checked_at_indices_the_judge_draws_after_the_calls():
+    """The cage's side (perf_ops.PerfOps.fetch) samples; the judge regenerates the indices."""
+    import sys
+    sys.path.insert(0, str(ROOT / "infralab" / "judge"))
+    try:
+        import perf_ops
+    finally:
+        sys.path.remove(str(ROOT / "infralab" / "judge"))
+    from infralab.perf.run import check_outputs
+    inputs = ADD.make_inputs({"N": 5000}, "float32", {}, 11, "cpu")
+    right = inputs["x"] + inputs["y"]
+    ops = perf_ops.PerfOps.__new__(perf_ops.PerfOps)
+    sample = {"seed": 99, "count": 256, "whole_up_to": 1000}
+    ops.kept = {0: (right,)}
+    got = ops.fetch(sample)[0]
+    assert isinstance(got[0], dict) and got[0]["values"].numel() == 256 and got[0]["shape"] == [5000]
+    assert check_outputs(ADD, got, inputs, {}, sample) is None
+    wrong = right.clone()
+    wrong[::2] = 0.0  # half the elements: a sample of 256 misses them all with probability 2**-256
+    ops.kept = {0: (wrong,)}
+    assert "output" in check_outputs(ADD, ops.fetch(sample)[0], inputs, {}, sample)
+    ops.kept = {0: (right[:4999],)}
+    assert "shape" in check_outputs(ADD, ops.fetch(sample)[0], inputs, {}, sample)
+    ops.kept = {0: (right,)}
+    assert ops.fetch({**sample, "whole_up_to": 10_000})[0][0] is right  # small outputs come back whole

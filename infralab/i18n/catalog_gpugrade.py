@@ -11,15 +11,24 @@ MESSAGES = {
         "在不规则形状 {shape}{dtype} 上：{problem}",
     ),
     "gpugrade.evidence_timing": (
-        "the judge's clock around synchronised batches run in the caged executor; the cage's own timer is a "
-        "cross-check only",
-        "评测方自己的时钟，计时隔离执行器中已同步的整批调用；隔离环境内部的计时仅作交叉核对",
+        "the judge's clock around synchronised batches run in the caged executor, each enqueued beforehand "
+        "behind a device-side wait that the judge's clock releases (the host's enqueueing is not timed, as the "
+        "bench's spin kernel hides it); the cage's own timer is a cross-check only",
+        "评测方自己的时钟，计时隔离执行器中已同步的整批调用；每批先在设备端的等待之后排队，由评测方开始计时时放行"
+        "（主机端的排队开销不计入，与 bench 的 spin kernel 相同）；隔离环境内部的计时仅作交叉核对",
     ),
     "gpugrade.clock_disagreement": (
         "the cage's timer ({inner_ms} ms per batch) disagrees with the judge's clock ({judge_ms} ms) by more "
         "than {rel} + {abs_ms} ms: the timer was changed, or work ran outside what the cage timed",
         "隔离环境内的计时（每批 {inner_ms} ms）与评测方时钟（{judge_ms} ms）相差超过 {rel} + {abs_ms} ms："
         "计时器被改动过，或有工作在隔离环境计时范围之外运行",
+    ),
+    "gpugrade.arming_failed": (
+        "a batch enqueued behind the device-side wait was not released by the judge within {seconds:g} s (a call "
+        "that waits on the device, such as .item(), blocks it): timed without arming, so the host's enqueueing "
+        "counts",
+        "在设备端等待之后排队的批次未能在 {seconds:g} 秒内由评测方放行（等待设备的调用，如 .item()，会阻塞它）："
+        "改为不预先排队计时，主机端的排队开销计入成绩",
     ),
     "gpugrade.flagged": (
         "flagged for the instructor's review (the figure is the judge's own): {flags}",

@@ -16,8 +16,21 @@ decides anything, it only runs what the judge asks and sends back what the judge
     answer lists its kernels (the judge audits them). Answers ``{"inner_s", "tampered"}``:
     the batch's time on the cage's own timer (CUDA events, or ``time.perf_counter`` on a CPU),
     which the judge uses as a cross-check only, and the timer functions found replaced.
-``{"op": "perf_fetch"}``
-    the kept outputs, ``{call: outputs}``, as CPU tensors over the wire; then forgets them.
+``{"op": "perf_run", ..., "arm": seconds}``
+    an armed batch: the calls are enqueued now, on the device, behind a wait on a pinned host flag
+    (on a CPU: kept for later), and the answer ``{"armed": bool}`` comes before any of them ran, so
+    that the host's enqueueing (Python, the guards, the launcher) is behind the judge's clock, as
+    the bench's spin kernel hides it. A batch not released within ``arm`` seconds is released
+    here (a call that waits on the device, e.g. ``.item()``, would otherwise never return); the
+    ``perf_go`` answer then says so and the judge stops arming.
+``{"op": "perf_go"}``
+    release the armed batch, synchronise the device; answers as ``perf_run`` (``inner_s``,
+    ``tampered``) plus ``released_early``. The judge's clock runs around this request only.
+``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to"}}``
+    the kept outputs, ``{call: outputs}``, as CPU tensors over the wire; then forgets them. An
+    output of more than ``whole_up_to`` elements comes back as ``{"shape", "values"}``: its
+    elements at ``count`` flat indices drawn from ``seed`` (:func:`workloads.sample_index`; the
+    judge draws the seed after the calls ran and regenerates the indices itself).
 
 Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads`` and
 ``kernel_audit``; imported by the executor before any student code, and only with ``--gpu`` (the
@@ -27,6 +40,7 @@ here (``torch.cuda.synchronize``) and the timer snapshot are the real ones.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 
 import torch
@@ -36,10 +50,83 @@ from infralab.perf import checked, kernel_audit, workloads
 _synchronize = torch.cuda.synchronize  # bound before student code: a replaced one is not ours
 
 
+class _DeviceGate:
+    """A one-block Triton kernel that spins on a pinned host int32 until it holds ``epoch``: the
+    calls enqueued after it wait on the device, not on the host."""
+
+    def __init__(self):
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _infralab_wait_flag(flag_ptr, want):
+            v = tl.load(flag_ptr, volatile=True)
+            while v != want:
+                v = tl.load(flag_ptr, volatile=True)
+
+        self.kernel = _infralab_wait_flag
+        self.flag = torch.zeros(1, dtype=torch.int32).pin_memory()
+        self.epoch = 1
+        self.flag[0] = 1
+        self.kernel[(1,)](self.flag, 1)  # compiled now, while nothing waits on it
+        _synchronize()
+
+    def close(self) -> int:
+        self.epoch += 1
+        self.kernel[(1,)](self.flag, self.epoch)
+        return self.epoch
+
+    def open(self, epoch: int) -> None:
+        self.flag[0] = epoch
+
+
+class _Armed:
+    """One armed batch: released by the judge's ``perf_go`` or, after ``release_s``, by its own
+    watchdog (then ``early``)."""
+
+    def __init__(self, gate: _DeviceGate | None, run, kept: dict, release_s: float):
+        self.gate, self.run, self.kept = gate, run, kept
+        self.lock, self.released, self.early = threading.Lock(), threading.Event(), False
+        self.events = None
+        if gate is None:  # on a CPU the batch simply waits for the go
+            return
+        epoch = gate.close()
+
+        def watchdog() -> None:
+            if not self.released.wait(release_s):
+                with self.lock:
+                    if not self.released.is_set():
+                        self.early = True
+                        self.released.set()
+                        gate.open(epoch)
+
+        self.epoch = epoch
+        threading.Thread(target=watchdog, daemon=True).start()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        run()  # enqueued behind the gate (the watchdog frees a host that blocks here)
+        end.record()
+        self.events = (begin, end)
+
+    def go(self) -> tuple[float, bool]:
+        """Release, wait for the batch; (the cage's own time of it, released early)."""
+        if self.gate is None:
+            t0 = time.perf_counter()
+            self.run()
+            return float(time.perf_counter() - t0), False
+        with self.lock:
+            if not self.released.is_set():
+                self.released.set()
+                self.gate.open(self.epoch)
+        _synchronize()
+        begin, end = self.events
+        return float(begin.elapsed_time(end)) / 1e3, self.early
+
+
 class PerfOps:
     """The prepared input sets and kept outputs of the challenge the judge is running."""
 
-    OPS = ("perf_prepare", "perf_run", "perf_fetch")
+    OPS = ("perf_prepare", "perf_run", "perf_go", "perf_fetch")
 
     def __init__(self, session):
         self.session = session
@@ -50,6 +137,8 @@ class PerfOps:
         self.workload: workloads.Workload | None = None
         self.options: dict = {}
         self.device = "cpu"
+        self.armed: _Armed | None = None
+        self.gate: _DeviceGate | None = None
 
     def handle(self, request: dict):
         op = request["op"]
@@ -57,8 +146,10 @@ class PerfOps:
             value = self.prepare(request)
         elif op == "perf_run":
             value = self.run(request)
+        elif op == "perf_go":
+            value = self.go()
         else:
-            value, self.kept = self.kept, {}
+            value, self.kept = self.fetch(request.get("sample")), {}
         enc = self.session.encoder(self.module)
         return {"ok": enc.encode(value)}, enc.tensors
 
@@ -106,6 +197,8 @@ class PerfOps:
                     kept[i] = out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
 
         answer: dict = {"tampered": []}
+        if r.get("arm") and not r.get("profile") and not r.get("gate"):
+            return self._arm(batch, kept, float(r["arm"]))
         if r.get("profile"):
             kernels, launched = kernel_audit.profile_batch(batch)
             answer["kernels"] = [[k.name[:300], k.stream, k.kind] for k in kernels][:2000]
@@ -116,6 +209,37 @@ class PerfOps:
                      for i, out in kept.items()}
         answer["tampered"] = checked.tampered()
         return answer
+
+    def _arm(self, batch, kept: dict, release_s: float) -> dict:
+        if self.device == "cuda":
+            self._sync()
+            try:
+                self.gate = self.gate or _DeviceGate()
+            except Exception:  # noqa: BLE001 - no Triton here: the judge times unarmed batches
+                return {"armed": False}
+        self.armed = _Armed(self.gate if self.device == "cuda" else None, batch, kept, release_s)
+        return {"armed": True}
+
+    def go(self) -> dict:
+        if self.armed is None:
+            raise RuntimeError("perf_go without an armed batch")  # kit bug, not a user message
+        armed, self.armed = self.armed, None
+        inner_s, early = armed.go()
+        self.kept = {i: tuple(torch.Tensor.clone(t) if isinstance(t, torch.Tensor) else t for t in out)
+                     for i, out in armed.kept.items()}
+        return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early}
+
+    def fetch(self, sample: dict | None) -> dict:
+        """The kept outputs; those over ``sample["whole_up_to"]`` elements at the judge's indices."""
+        if not sample:
+            return self.kept
+        limit, out = int(sample["whole_up_to"]), {}
+        for call, outputs in self.kept.items():
+            out[call] = tuple(
+                {"shape": list(t.shape), "values": t.reshape(-1)[workloads.sample_index(
+                    t.numel(), int(sample["seed"]), int(sample["count"])).to(t.device)]}
+                if isinstance(t, torch.Tensor) and t.numel() > limit else t for t in outputs)
+        return out
 
     def _inner_timed(self, batch) -> float:
         """The batch on the cage's own timer, looked up now (a replaced one shows as a disagreement)."""

@@ -11,15 +11,23 @@ this process (the judge) never imports it and decides everything:
 2. **Correctness gate.** The challenge shape and the workload's ragged gate shapes, over NaN-poisoned
    memory, each call through every guard of grading; the outputs come back and the judge compares
    them with its own fp32 reference (:func:`infralab.perf.run.check_outputs`).
-3. **The judge's clock.** A timed sample is one request "run N calls on sets start.., then
-   synchronise the device": the judge times the round trip on its own clock and subtracts the
-   median round trip of an empty batch (measured in the same session); N is chosen so a batch
-   lasts about :attr:`CagedPolicy.batch_target_s`. The baseline (a library kernel, the judge's
+3. **The judge's clock.** A timed sample is "run N calls on sets start.., then synchronise the
+   device": the cage first enqueues the N calls on the device behind a wait on a pinned host flag
+   (an *armed* batch, untimed), then the judge starts its clock, sends ``go`` (the cage sets the
+   flag), and stops it when the synchronised answer is back, less the median round trip of an
+   empty armed batch (measured in the same session). So the host's enqueueing (Python, the guards,
+   Triton's launcher) is not timed, as the bench's spin kernel hides it, and a small kernel's figure
+   is its device time in both routes. N is chosen so a batch lasts about
+   :attr:`CagedPolicy.batch_target_s` (at most :attr:`CagedPolicy.armed_max_calls` calls, so the
+   launch queue never fills behind the wait). A batch the cage had to release itself (a call that
+   waits on the device) switches the shape to unarmed batches, with a note. The baseline (a library kernel, the judge's
    own code) runs in the judge's process on the same device, interleaved, on the same clock, so a
    submission cannot slow it down from inside the cage.
 4. **Outputs of timed batches.** Each timed batch keeps the outputs of one call drawn at random by
    the judge; they come back and are checked, so a module that answers right in the gate and
-   differently when timed is caught.
+   differently when timed is caught. An output over :attr:`CagedPolicy.whole_output_elements`
+   elements comes back as :attr:`CagedPolicy.sample_elements` of its elements, at indices drawn from
+   a seed the judge picks after the calls ran (its shape is checked whole).
 5. **Cross-check.** The executor also times each batch on its own timer (CUDA events; on a CPU
    ``time.perf_counter``). It decides nothing: when its median disagrees with the judge's by more
    than :data:`CLOCK_TOLERANCE_REL` of the judge's figure plus :data:`CLOCK_TOLERANCE_ABS_S`, the
@@ -73,6 +81,11 @@ class CagedPolicy:
     null_trips: int = 5  # empty batches timed to learn the round trip's own cost
     input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
     max_input_sets: int = 256  # distinct sets a batch cycles through (built twice: in the cage and by the judge)
+    armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
+    armed_max_calls: int = 1024  # calls of an armed batch: the launch queue must hold them all
+    arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
+    whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
+    sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
 
 
 class Bench(Protocol):
@@ -81,9 +94,13 @@ class Bench(Protocol):
     def prepare(self, *, workload: str, shape: dict, dtype: str, options: dict, seeds: list[int], ragged: bool,
                 device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
 
-    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False) -> dict: ...
+    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False,
+            arm: float = 0.0) -> dict: ...
+    # arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
 
-    def fetch(self) -> dict[int, tuple]: ...
+    def go(self) -> dict: ...
+
+    def fetch(self, sample: dict | None = None) -> dict[int, tuple]: ...
 
 
 class RemoteBench:
@@ -97,13 +114,17 @@ class RemoteBench:
         return self.target.ask(f"{self.module}: preparing inputs",
                                {"op": "perf_prepare", "module": self.module, **request}, slow=True)
 
-    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False) -> dict:
+    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False,
+            arm: float = 0.0) -> dict:
         return self.target.ask(f"{self.module}: {calls} timed calls", {
-            "op": "perf_run", "calls": calls, "start": start, "keep": list(keep), "gate": gate, "profile": profile},
-            slow=gate or profile)
+            "op": "perf_run", "calls": calls, "start": start, "keep": list(keep), "gate": gate, "profile": profile,
+            "arm": arm}, slow=gate or profile)
 
-    def fetch(self) -> dict[int, tuple]:
-        return self.target.ask(f"{self.module}: outputs", {"op": "perf_fetch"})
+    def go(self) -> dict:
+        return self.target.ask(f"{self.module}: armed calls", {"op": "perf_go"})
+
+    def fetch(self, sample: dict | None = None) -> dict[int, tuple]:
+        return self.target.ask(f"{self.module}: outputs", {"op": "perf_fetch", "sample": sample})
 
 
 def _relative_imports(text: str) -> set[str]:
@@ -167,11 +188,19 @@ def _nbytes(inputs: dict) -> int:
     return sum(int(v.numel() * v.element_size()) for v in inputs.values() if hasattr(v, "numel"))
 
 
-class _Candidate:
-    """The remote candidate as a sampling runner: ``batch`` is one request, ``settle`` checks it."""
+class _ArmingFailed(Exception):
+    """The cage released an armed batch itself: this shape is timed again, unarmed."""
 
-    def __init__(self, bench: Bench, wl: Workload, opts: dict, device: str, rng: random.Random):
-        self.bench, self.wl, self.opts, self.device, self.rng = bench, wl, opts, device, rng
+
+class _Candidate:
+    """The remote candidate as a sampling runner: ``prime`` arms a batch (untimed), ``batch`` is the
+    timed request, ``settle`` checks it."""
+
+    def __init__(self, bench: Bench, wl: Workload, opts: dict, device: str, rng: random.Random,
+                 policy: CagedPolicy):
+        self.bench, self.wl, self.opts, self.device, self.rng, self.policy = bench, wl, opts, device, rng, policy
+        self.armed = policy.armed
+        self.primed = False
         self.overhead_s = 0.0
         self.sets: list[dict] = []
         self.keep: list[int] = []
@@ -183,9 +212,32 @@ class _Candidate:
     def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
         self.batch(1, i)
 
-    def batch(self, calls: int, start: int) -> None:
+    def prime(self, calls: int, start: int) -> None:
         self.keep = [self.rng.randrange(calls)] if calls else []
-        self.answer = self.bench.run(calls, start, self.keep)
+        self.primed = False
+        if self.armed:  # a cage that cannot arm (no Triton on its device) says so: unarmed from then on
+            self.primed = self.armed = bool(self.bench.run(calls, start, self.keep,
+                                                           arm=self.policy.arm_release_s).get("armed"))
+
+    def batch(self, calls: int, start: int) -> None:
+        if not self.primed:
+            self.answer = self.bench.run(calls, start, self.keep)
+            return
+        self.primed = False
+        self.answer = self.bench.go()
+        if self.answer.get("released_early"):
+            raise _ArmingFailed
+
+    def round_trip(self, clock: Callable[[], float]) -> float:
+        """One empty batch on the judge's clock, as the timed ones are run."""
+        self.prime(0, 0)
+        t0 = clock()
+        self.batch(0, 0)
+        return clock() - t0
+
+    def sample(self) -> dict:
+        return {"seed": self.rng.randrange(2**31), "count": self.policy.sample_elements,
+                "whole_up_to": self.policy.whole_output_elements}
 
     def settle(self, calls: int, start: int, judge_s: float) -> None:
         self.tampered.update(str(n) for n in self.answer.get("tampered") or [])
@@ -193,11 +245,12 @@ class _Candidate:
             self.clocks.append((judge_s, float(self.answer["inner_s"])))
         if not self.keep:
             return
-        got = self.bench.fetch()
+        sample = self.sample()
+        got = self.bench.fetch(sample)
         for k in self.keep:
             j = (start + k) % len(self.sets)
             problem = "no output came back" if k not in got else \
-                check_outputs(self.wl, _on(got[k], self.device), self.sets[j], self.opts)
+                check_outputs(self.wl, _on(got[k], self.device), self.sets[j], self.opts, sample)
             self.rechecks.append(problem or "ok")
             if problem:
                 raise Rejected(tr("gpugrade.timed_output_wrong", call=k + 1, calls=calls, problem=problem))
@@ -232,6 +285,9 @@ class JudgeClock:
         self.clock = clock
 
     def time_batch(self, runner: Any, calls: int, start: int) -> float:
+        prime = getattr(runner, "prime", None)
+        if prime is not None:  # an armed batch: enqueued before the clock starts
+            prime(calls, start)
         t0 = self.clock()
         runner.batch(calls, start)
         elapsed = max(self.clock() - t0 - runner.overhead_s, 1e-9)
@@ -243,8 +299,9 @@ class JudgeClock:
         return s, s
 
 
-def _calls_for(one_call_s: float, policy: CagedPolicy) -> int:
-    return max(1, min(policy.max_calls, math.ceil(policy.batch_target_s / max(one_call_s, 1e-7))))
+def _calls_for(one_call_s: float, policy: CagedPolicy, armed: bool = False) -> int:
+    cap = min(policy.max_calls, policy.armed_max_calls) if armed else policy.max_calls
+    return max(1, min(cap, math.ceil(policy.batch_target_s / max(one_call_s, 1e-7))))
 
 
 def _warm(runner: Any, timer: JudgeClock, clock: Callable[[], float], policy: CagedPolicy) -> float:
@@ -286,7 +343,7 @@ def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str
 
     if source_problem:
         return rejected(source_problem, by_check=True)
-    problem, by_check = _gate(bench, wl, shape, dtype, opts, device, seed)
+    problem, by_check = _gate(bench, wl, shape, dtype, opts, device, seed, policy, rng)
     if problem:
         return rejected(problem, by_check=by_check)
     try:
@@ -300,7 +357,7 @@ def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str
 
 
 def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, device: str,
-          seed: Callable[[], int]) -> tuple[str | None, bool]:
+          seed: Callable[[], int], policy: CagedPolicy, rng: random.Random) -> tuple[str | None, bool]:
     """(problem, whether a check found it rather than a wrong answer); (None, False) when all is right."""
     cases = [(shape, dtype, False)] + [(s, d, True) for d in [dtype] + [d for d in wl.gate_dtypes if d != dtype]
                                        for s in wl.gate_shapes]
@@ -313,11 +370,14 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
             if info.get("problem"):  # a torch.compile'd object on the loaded module
                 return str(info["problem"]), True
             bench.run(1, 0, [0], gate=True)
-            got = bench.fetch().get(0)
+            sample = {"seed": rng.randrange(2**31), "count": policy.sample_elements,
+                      "whole_up_to": policy.whole_output_elements}
+            got = bench.fetch(sample).get(0)
         except Exception as exc:  # noqa: BLE001 - crashed, NotImplementedError, a guard: the gate fails
             problem = f"{type(exc).__name__}: {first_line(exc)}"
         else:
-            problem = "no output came back" if got is None else check_outputs(wl, _on(got, device), inputs, opts)
+            problem = "no output came back" if got is None else \
+                check_outputs(wl, _on(got, device), inputs, opts, sample)
         if problem:
             return (tr("gpugrade.gate_ragged", shape=case_shape, dtype="" if dt == dtype else f" in {dt}",
                        problem=problem) if ragged else problem), False
@@ -326,8 +386,23 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
 
 def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
            own_kernels, profile_batches, l2_bytes) -> dict[str, Any]:
+    """The shape timed with armed batches; again unarmed if the cage had to release one itself."""
+    cand = _Candidate(bench, wl, opts, device, rng, policy)
+    try:
+        return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng,
+                        seed, own_kernels, profile_batches, l2_bytes, cand)
+    except _ArmingFailed:
+        pass
+    entry["workload"].setdefault("notes", []).append(tr("gpugrade.arming_failed", seconds=policy.arm_release_s))
+    cand = _Candidate(bench, wl, opts, device, rng, policy)
+    cand.armed = False
+    return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
+                    own_kernels, profile_batches, l2_bytes, cand)
+
+
+def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
+             own_kernels, profile_batches, l2_bytes, cand) -> dict[str, Any]:
     timer = JudgeClock(clock)
-    cand = _Candidate(bench, wl, opts, device, rng)
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync)
 
     def use_sets(n: int) -> None:
@@ -340,15 +415,12 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
     use_sets(1)
     set_bytes = max(1, _nbytes(cand.sets[0]))
     one_cand = _warm(cand, timer, clock, policy)
-    null = []
-    for _ in range(policy.null_trips):  # the round trip's own cost, subtracted from every candidate batch
-        t0 = clock()
-        bench.run(0, 0, [])
-        null.append(clock() - t0)
+    # the round trip's own cost, subtracted from every candidate batch
+    null = [cand.round_trip(clock) for _ in range(policy.null_trips)]
     cand.overhead_s = statistics.median(null) if null else 0.0
     one_cand = max(one_cand - cand.overhead_s, 1e-9)
     one_base = _warm(base, timer, clock, policy)
-    calls = {"candidate": _calls_for(one_cand, policy), "baseline": _calls_for(one_base, policy)}
+    calls = {"candidate": _calls_for(one_cand, policy, cand.armed), "baseline": _calls_for(one_base, policy)}
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
@@ -406,7 +478,7 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
         "fraction_of_ceiling": None if v.fraction_of_ceiling is None else round(v.fraction_of_ceiling, 4),
         "candidate": cand_t.summary(), "baseline": base_t.summary(),
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
-                        "round_trip_ms": round(cand.overhead_s * 1e3, 4),
+                        "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
         "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
         "rechecks": cand.rechecks,

@@ -27,6 +27,15 @@ from typing import Any
 Inputs = dict[str, Any]
 
 
+def sample_index(numel: int, seed: int, count: int):
+    """``count`` flat indices into an output of ``numel`` elements, drawn from ``seed`` on the CPU
+    (the same on both sides of the cage): where an output is too large to ship whole, the judge
+    compares these elements, drawn after the calls ran. A wrong fraction ``f`` of the elements
+    escapes with probability ``(1 - f) ** count``."""
+    torch = _torch()
+    return torch.randint(numel, (count,), generator=torch.Generator().manual_seed(seed))
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str

@@ -156,21 +156,24 @@ out of the products, sum (code - zero) s x = s sum (16 + code) x - s (16 + zero)
 per code (one fused multiply-add), the second per row and tile. False: the dequantised weight per code
 (two fused multiply-adds). benchmarks/tune_w4a16.py times both."""
 
-GEMV_SPLIT_K = 2 if INTERPRETED else 1
+GEMV_SPLIT_K = 2 if INTERPRETED else 4
 """Batch 1 on the fast path: K shared among this many programs per BLOCK_N rows (a second kernel adds
 the fp32 partial sums). 1 is one launch; more puts more programs (and loads) in flight when BLOCK_N
-rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2 and 4; the interpreter
-splits, so that the CPU tests take the split path."""
+rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2, 4 and 8; the interpreter
+splits, so that the CPU tests take the split path. 4: the fastest on the H200 (34.3 us at N = K = 8192 against
+51.5 us unsplit; benchmarks/results/h200-session7/h200-w4a16-tune.json)."""
 
-GEMM_SWAP_AB_UP_TO_M = 16
+GEMM_SWAP_AB_UP_TO_M = 0
 """Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
 operand, which Hopper's wgmma can take from registers, and a batch of 16 fills the narrow side);
 larger batches out = x W^T (the weight tile goes through shared memory). benchmarks/tune_w4a16.py
-times both at batch 16 and 128: 0 turns the swap off, 128 on for both."""
+times both at batch 16 and 128: 0 turns the swap off, 128 on for both. 0: at batch 16 with split 8 the plain
+form was the faster on the H200 (55.1 against 71.9 us; h200-session7/h200-w4a16-tune.json)."""
 
-GEMM_SPLIT_K: int | None = None
+GEMM_SPLIT_K: int | None = 8
 """Batches of 2 .. 16 on the fast path: K shared among this many programs per output tile, or None for
-the heuristic ``_split_k`` (the generic kernels always use it). benchmarks/tune_w4a16.py times 1, 2, 4, 8."""
+the heuristic ``_split_k`` (the generic kernels always use it). benchmarks/tune_w4a16.py times 1, 2, 4, 8;
+8 was the fastest at batch 16 on the H200 (h200-session7/h200-w4a16-tune.json)."""
 
 
 def _fast_path(group_size: int) -> bool:
