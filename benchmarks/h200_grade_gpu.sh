@@ -41,7 +41,7 @@ case "$PHASE" in
       --durations 5 2>&1 | tail -120 | cut -c1-300 ;;
   reference)  # one grade per exercise (a record as soon as each is done; DEADLINE skips the rest)
     mkdir -p "$CLASS/reference" && cp -r solutions/part03_kernels solutions/part04_serving "$CLASS/reference/"
-    for ex in $EXERCISES $PAGED; do
+    for ex in $PAGED $EXERCISES; do
       [ "$ex" = --exercise ] && continue
       if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then echo "== $ex: not run (DEADLINE)"; continue; fi
       t0=$(date +%s)

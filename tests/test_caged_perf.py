@@ -271,6 +271,44 @@ def test_armed_batches_leave_the_hosts_enqueueing_out_of_the_judges_clock(eager_
     assert not any(r["arm"] for r in bench.requests)
 
 
+def test_the_baseline_is_armed_in_the_judges_process_as_the_candidate_is_in_the_cage(monkeypatch):
+    """The library baseline's host work (3 ms a call here) is left out as the candidate's is: both
+    figures are the device's 1 ms, so a small shape's ratio is not the candidate's device time
+    against the baseline's host time. With the gate unavailable both are timed unarmed."""
+    from infralab.perf import device_gate
+
+    clock, calls = FakeClock(), []
+    real = ADD.baselines["eager"]
+
+    def host_bound(inputs, opts):  # enqueueing costs the host 3 ms; the device's 1 ms comes at the go
+        clock.now += 3e-3
+        calls.append(1)
+        return real(inputs, opts)
+
+    class FakeArmed:
+        def __init__(self, gate, run, release_s):
+            calls.clear()
+            run()
+            self.n = len(calls)
+
+        def go(self):
+            clock.now += 1e-3 * self.n + 2e-4  # the device's share, plus the release's own cost
+            return 1e-3 * self.n, False, {}
+
+    monkeypatch.setitem(ADD.baselines, "eager", host_bound)
+    monkeypatch.setattr(device_gate, "Armed", FakeArmed)
+    monkeypatch.setattr(device_gate, "gate_or_none", lambda device: object())
+    e = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3), clock)
+    assert e["metrics"]["baseline"]["median_ms"] == pytest.approx(1.0)
+    assert e["metrics"]["judge_clock"]["baseline_armed"] is True
+    assert e["metrics"]["judge_clock"]["baseline_round_trip_ms"] == pytest.approx(0.2)
+    assert e["metrics"]["ratio_to_baseline"] == pytest.approx(1.0)
+    monkeypatch.setattr(device_gate, "gate_or_none", lambda device: None)
+    e = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3, can_arm=False), clock)
+    assert e["metrics"]["judge_clock"]["baseline_armed"] is False
+    assert e["metrics"]["baseline"]["median_ms"] == pytest.approx(3.0)
+
+
 def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline):
     clock = FakeClock()
     eager_baseline(clock)

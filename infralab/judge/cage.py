@@ -39,7 +39,7 @@ from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
 from infralab.judge.config import JudgeConfig
 
 KIT_FILES = ("boot.py", "executor.py", "wire.py", "perf_ops.py")
-PERF_FILES = ("__init__.py", "checked.py", "workloads.py", "kernel_audit.py")  # what perf_ops.py imports
+PERF_FILES = ("__init__.py", "checked.py", "workloads.py", "kernel_audit.py", "device_gate.py")  # what perf_ops.py imports
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt")  # the host folders in the executor's root (read-only)
 UNSHARE = ("unshare", "--net", "--mount", "--pid", "--ipc", "--cgroup", "--fork")
 _uid_counter = iter(range(10**6))

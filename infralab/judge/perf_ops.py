@@ -25,102 +25,29 @@ decides anything, it only runs what the judge asks and sends back what the judge
     ``perf_go`` answer then says so and the judge stops arming.
 ``{"op": "perf_go"}``
     release the armed batch, synchronise the device; answers as ``perf_run`` (``inner_s``,
-    ``tampered``) plus ``released_early``. The judge's clock runs around this request only.
+    ``tampered``) plus ``released_early`` and ``breakdown`` (where the release's time went, host
+    seconds: reported in the record, deciding nothing). The judge's clock runs around this request only.
 ``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to"}}``
     the kept outputs, ``{call: outputs}``, as CPU tensors over the wire; then forgets them. An
     output of more than ``whole_up_to`` elements comes back as ``{"shape", "values"}``: its
     elements at ``count`` flat indices drawn from ``seed`` (:func:`workloads.sample_index`; the
     judge draws the seed after the calls ran and regenerates the indices itself).
 
-Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads`` and
-``kernel_audit``; imported by the executor before any student code, and only with ``--gpu`` (the
+Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads``, ``kernel_audit``
+and ``device_gate`` (the armed batches: :class:`infralab.perf.device_gate.Armed`); imported by the executor before any student code, and only with ``--gpu`` (the
 cage's ``gpu`` setting: its import costs every executor start about 0.1 s), so the functions bound
 here (``torch.cuda.synchronize``) and the timer snapshot are the real ones.
 """
 from __future__ import annotations
 
 import importlib
-import threading
 import time
 
 import torch
 
-from infralab.perf import checked, kernel_audit, workloads
+from infralab.perf import checked, device_gate, kernel_audit, workloads
 
-_synchronize = torch.cuda.synchronize  # bound before student code: a replaced one is not ours
-
-
-class _DeviceGate:
-    """A one-block Triton kernel that spins on a pinned host int32 until it holds ``epoch``: the
-    calls enqueued after it wait on the device, not on the host."""
-
-    def __init__(self):
-        import triton
-        import triton.language as tl
-
-        @triton.jit
-        def _infralab_wait_flag(flag_ptr, want):
-            v = tl.load(flag_ptr, volatile=True)
-            while v != want:
-                v = tl.load(flag_ptr, volatile=True)
-
-        self.kernel = _infralab_wait_flag
-        self.flag = torch.zeros(1, dtype=torch.int32).pin_memory()
-        self.epoch = 1
-        self.flag[0] = 1
-        self.kernel[(1,)](self.flag, 1)  # compiled now, while nothing waits on it
-        _synchronize()
-
-    def close(self) -> int:
-        self.epoch += 1
-        self.kernel[(1,)](self.flag, self.epoch)
-        return self.epoch
-
-    def open(self, epoch: int) -> None:
-        self.flag[0] = epoch
-
-
-class _Armed:
-    """One armed batch: released by the judge's ``perf_go`` or, after ``release_s``, by its own
-    watchdog (then ``early``)."""
-
-    def __init__(self, gate: _DeviceGate | None, run, kept: dict, release_s: float):
-        self.gate, self.run, self.kept = gate, run, kept
-        self.lock, self.released, self.early = threading.Lock(), threading.Event(), False
-        self.events = None
-        if gate is None:  # on a CPU the batch simply waits for the go
-            return
-        epoch = gate.close()
-
-        def watchdog() -> None:
-            if not self.released.wait(release_s):
-                with self.lock:
-                    if not self.released.is_set():
-                        self.early = True
-                        self.released.set()
-                        gate.open(epoch)
-
-        self.epoch = epoch
-        threading.Thread(target=watchdog, daemon=True).start()
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        run()  # enqueued behind the gate (the watchdog frees a host that blocks here)
-        end.record()
-        self.events = (begin, end)
-
-    def go(self) -> tuple[float, bool]:
-        """Release, wait for the batch; (the cage's own time of it, released early)."""
-        if self.gate is None:
-            t0 = time.perf_counter()
-            self.run()
-            return float(time.perf_counter() - t0), False
-        with self.lock:
-            if not self.released.is_set():
-                self.released.set()
-                self.gate.open(self.epoch)
-        _synchronize()
-        begin, end = self.events
-        return float(begin.elapsed_time(end)) / 1e3, self.early
+_synchronize = device_gate._synchronize  # bound before student code: a replaced one is not ours
 
 
 class PerfOps:
@@ -137,8 +64,8 @@ class PerfOps:
         self.workload: workloads.Workload | None = None
         self.options: dict = {}
         self.device = "cpu"
-        self.armed: _Armed | None = None
-        self.gate: _DeviceGate | None = None
+        self.armed: device_gate.Armed | None = None
+        self.gate: device_gate.DeviceGate | None = None
 
     def handle(self, request: dict):
         op = request["op"]
@@ -213,21 +140,24 @@ class PerfOps:
     def _arm(self, batch, kept: dict, release_s: float) -> dict:
         if self.device == "cuda":
             self._sync()
-            try:
-                self.gate = self.gate or _DeviceGate()
-            except Exception:  # noqa: BLE001 - no Triton here: the judge times unarmed batches
+            self.gate = device_gate.gate_or_none("cuda")
+            if self.gate is None:  # no Triton here: the judge times unarmed batches
                 return {"armed": False}
-        self.armed = _Armed(self.gate if self.device == "cuda" else None, batch, kept, release_s)
+        self.armed = device_gate.Armed(self.gate if self.device == "cuda" else None, batch, release_s)
+        self.armed_kept = kept
         return {"armed": True}
 
     def go(self) -> dict:
         if self.armed is None:
             raise RuntimeError("perf_go without an armed batch")  # kit bug, not a user message
         armed, self.armed = self.armed, None
-        inner_s, early = armed.go()
+        t0 = time.perf_counter()
+        inner_s, early, breakdown = armed.go()
         self.kept = {i: tuple(torch.Tensor.clone(t) if isinstance(t, torch.Tensor) else t for t in out)
-                     for i, out in armed.kept.items()}
-        return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early}
+                     for i, out in self.armed_kept.items()}
+        breakdown["keep_s"] = time.perf_counter() - t0 - breakdown.get("open_s", 0.0) - breakdown.get("sync_s", 0.0)
+        return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early,
+                "breakdown": {k: float(v) for k, v in breakdown.items()}}
 
     def fetch(self, sample: dict | None) -> dict:
         """The kept outputs; those over ``sample["whole_up_to"]`` elements at the judge's indices."""

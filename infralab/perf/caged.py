@@ -20,9 +20,12 @@ this process (the judge) never imports it and decides everything:
    is its device time in both routes. N is chosen so a batch lasts about
    :attr:`CagedPolicy.batch_target_s` (at most :attr:`CagedPolicy.armed_max_calls` calls, so the
    launch queue never fills behind the wait). A batch the cage had to release itself (a call that
-   waits on the device) switches the shape to unarmed batches, with a note. The baseline (a library kernel, the judge's
-   own code) runs in the judge's process on the same device, interleaved, on the same clock, so a
-   submission cannot slow it down from inside the cage.
+   waits on the device) switches the shape to unarmed batches, with a note. The baseline (a library
+   kernel, the judge's own code) runs in the judge's process on the same device, interleaved, on the
+   same clock, armed the same way (:mod:`infralab.perf.device_gate`) less its own empty batch's
+   cost, so a submission cannot slow it down from inside the cage and the two figures are alike.
+   The cage's account of each release (``breakdown``: the flag, the sync, the kept outputs' copy,
+   the gate's own latency) goes into the record's ``judge_clock.release_ms``; it decides nothing.
 4. **Outputs of timed batches.** Each timed batch keeps the outputs of one call drawn at random by
    the judge; they come back and are checked, so a module that answers right in the gate and
    differently when timed is caught. An output over :attr:`CagedPolicy.whole_output_elements`
@@ -82,7 +85,8 @@ class CagedPolicy:
     input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
     max_input_sets: int = 256  # distinct sets a batch cycles through (built twice: in the cage and by the judge)
     armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
-    armed_max_calls: int = 1024  # calls of an armed batch: the launch queue must hold them all
+    armed_max_calls: int = 256  # calls of an armed batch: the launch queue must hold them all (H200: 1024
+    # launches behind a closed gate blocked the host, 256 did not; benchmarks/probe_armed_batch.py)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
@@ -206,6 +210,7 @@ class _Candidate:
         self.keep: list[int] = []
         self.answer: dict = {}
         self.clocks: list[tuple[float, float]] = []  # (judge s, cage s) per timed batch
+        self.breakdowns: list[dict] = []  # the cage's account of each armed release (reported only)
         self.tampered: set[str] = set()
         self.rechecks: list[str] = []
 
@@ -243,6 +248,8 @@ class _Candidate:
         self.tampered.update(str(n) for n in self.answer.get("tampered") or [])
         if calls and isinstance(self.answer.get("inner_s"), (int, float)):
             self.clocks.append((judge_s, float(self.answer["inner_s"])))
+            if isinstance(self.answer.get("breakdown"), dict):
+                self.breakdowns.append(self.answer["breakdown"])
         if not self.keep:
             return
         sample = self.sample()
@@ -257,21 +264,48 @@ class _Candidate:
 
 
 class _Baseline:
-    """The library baseline, run by the judge on its own inputs (the same seeds), same device."""
+    """The library baseline, run by the judge on its own inputs (the same seeds), same device; armed
+    in the judge's process as the candidate is in the cage (:mod:`infralab.perf.device_gate`), so
+    neither runner's figure holds its host's enqueueing."""
 
-    overhead_s = 0.0
-
-    def __init__(self, fn: Callable, opts: dict, sync: Callable[[], None]):
-        self.fn, self.opts, self.sync = fn, opts, sync
+    def __init__(self, fn: Callable, opts: dict, sync: Callable[[], None], gate: Any = None,
+                 release_s: float = 5.0):
+        self.fn, self.opts, self.sync, self.gate, self.release_s = fn, opts, sync, gate, release_s
         self.sets: list[dict] = []
+        self.armed_batch: Any = None
+        self.overhead_s = 0.0
+
+    @property
+    def armed(self) -> bool:
+        return self.gate is not None
 
     def __call__(self, i: int) -> None:
         self.batch(1, i)
 
-    def batch(self, calls: int, start: int) -> None:
+    def _run(self, calls: int, start: int) -> None:
         for i in range(calls):
             self.fn(self.sets[(start + i) % len(self.sets)], self.opts)
-        self.sync()
+
+    def prime(self, calls: int, start: int) -> None:
+        if self.gate is not None:
+            from infralab.perf.device_gate import Armed
+            self.sync()
+            self.armed_batch = Armed(self.gate, lambda: self._run(calls, start), self.release_s)
+
+    def batch(self, calls: int, start: int) -> None:
+        armed, self.armed_batch = self.armed_batch, None
+        if armed is None:
+            self._run(calls, start)
+            self.sync()
+            return
+        if armed.go()[1]:  # the judge's own library call waited on the device: unarmed from now on
+            self.gate = None
+
+    def round_trip(self, clock: Callable[[], float]) -> float:
+        self.prime(0, 0)
+        t0 = clock()
+        self.batch(0, 0)
+        return clock() - t0
 
     def settle(self, calls: int, start: int, judge_s: float) -> None:
         pass
@@ -403,7 +437,11 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
              own_kernels, profile_batches, l2_bytes, cand) -> dict[str, Any]:
     timer = JudgeClock(clock)
-    base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync)
+    gate = None
+    if policy.armed and cand.armed:
+        from infralab.perf.device_gate import gate_or_none
+        gate = gate_or_none(device)
+    base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
 
     def use_sets(n: int) -> None:
         chosen = [seed() for _ in range(n)]
@@ -420,13 +458,18 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     cand.overhead_s = statistics.median(null) if null else 0.0
     one_cand = max(one_cand - cand.overhead_s, 1e-9)
     one_base = _warm(base, timer, clock, policy)
-    calls = {"candidate": _calls_for(one_cand, policy, cand.armed), "baseline": _calls_for(one_base, policy)}
+    null = [base.round_trip(clock) for _ in range(policy.null_trips)] if base.armed else []
+    base.overhead_s = statistics.median(null) if null else 0.0
+    one_base = max(one_base - base.overhead_s, 1e-9)
+    calls = {"candidate": _calls_for(one_cand, policy, cand.armed),
+             "baseline": _calls_for(one_base, policy, base.armed)}
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
     timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
     stopped, audits = [], []
     cand.clocks.clear()
+    cand.breakdowns.clear()
     for rnd in range(2):
         use_sets(n_sets)
         aside = None
@@ -446,11 +489,18 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
         stopped.append(res.stopped)
     cand.sets = base.sets = []
     return _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
-                    set_bytes)
+                    set_bytes, base.armed, base.overhead_s)
+
+
+def _release_medians(breakdowns: list[dict]) -> dict[str, float]:
+    """The cage's account of its armed releases, median per part, in ms (the record's evidence)."""
+    keys = sorted({k for b in breakdowns for k in b if isinstance(b[k], (int, float))})
+    return {k.removesuffix("_s"): round(statistics.median(float(b[k]) for b in breakdowns if k in b) * 1e3, 4)
+            for k in keys}
 
 
 def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
-             set_bytes) -> dict[str, Any]:
+             set_bytes, base_armed: bool = False, base_overhead_s: float = 0.0) -> dict[str, Any]:
     unit = METRICS[challenge["metric"]][1]
     amount = work_amount(challenge, shape)
     cand_t, base_t = Timing(timings["candidate"], calls["candidate"]), Timing(timings["baseline"], calls["baseline"])
@@ -479,6 +529,8 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
         "candidate": cand_t.summary(), "baseline": base_t.summary(),
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
                         "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
+                        "baseline_armed": base_armed, "baseline_round_trip_ms": round(base_overhead_s * 1e3, 4),
+                        "release_ms": _release_medians(cand.breakdowns),
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
         "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
         "rechecks": cand.rechecks,

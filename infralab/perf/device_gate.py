@@ -1,0 +1,126 @@
+"""Armed batches: calls enqueued on the device behind a wait on a pinned host flag.
+
+``infralab grade --gpu`` times a batch on the judge's clock from the moment it releases the batch
+to the moment the device is synchronised, so that the host's enqueueing (Python, the guards,
+Triton's launcher) is not timed, as the bench's spin kernel hides it. Both runners of a caged
+challenge use it: the candidate in the cage (:mod:`infralab.judge.perf_ops`) and the library
+baseline in the judge's own process (:mod:`infralab.perf.caged`), so their figures are measured
+the same way. Copied into the executor's tree with the other files that ``perf_ops`` imports.
+
+:class:`Armed` also returns where the release's time went (``breakdown``, host seconds): the judge
+reports it in the record's ``judge_clock`` evidence and decides nothing on it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import torch
+
+_synchronize = torch.cuda.synchronize  # bound at import, before any student code runs
+
+
+class DeviceGate:
+    """A one-block Triton kernel that spins on a pinned host int32 until it holds ``epoch``: the
+    calls enqueued after it wait on the device, not on the host. Raises if Triton cannot compile
+    here (no GPU, no Triton): the caller then times unarmed batches."""
+
+    def __init__(self):
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _infralab_wait_flag(flag_ptr, want):
+            v = tl.load(flag_ptr, volatile=True)
+            while v != want:
+                v = tl.load(flag_ptr, volatile=True)
+
+        self.kernel = _infralab_wait_flag
+        self.flag = torch.zeros(1, dtype=torch.int32).pin_memory()
+        self.epoch = 1
+        self.flag[0] = 1
+        self.kernel[(1,)](self.flag, 1)  # compiled now, while nothing waits on it
+        _synchronize()
+
+    def close(self) -> int:
+        self.epoch += 1
+        self.kernel[(1,)](self.flag, self.epoch)
+        return self.epoch
+
+    def open(self, epoch: int) -> None:
+        self.flag[0] = epoch
+
+
+_GATE: list[DeviceGate | None] = []  # this process's gate, made once (its kernel compiles once)
+
+
+def gate_or_none(device: str) -> DeviceGate | None:
+    """This process's gate on a CUDA device where Triton works; None elsewhere (a CPU: an armed
+    batch is deferred to its go)."""
+    if device != "cuda":
+        return None
+    if not _GATE:
+        try:
+            _GATE.append(DeviceGate())
+        except Exception:  # noqa: BLE001 - no Triton on this device: unarmed batches
+            _GATE.append(None)
+    return _GATE[0]
+
+
+class Armed:
+    """One armed batch: ``run`` is enqueued now behind the gate; released by :meth:`go` or, after
+    ``release_s``, by its own watchdog (then ``early``: a call that waits on the device, such as
+    ``.item()``, would otherwise never return). Without a gate (a CPU) ``run`` waits for the go."""
+
+    def __init__(self, gate: DeviceGate | None, run: Callable[[], None], release_s: float):
+        self.gate, self.run = gate, run
+        self.lock, self.released, self.early = threading.Lock(), threading.Event(), False
+        self.events = None
+        self.host = {}
+        if gate is None:
+            return
+        pre = torch.cuda.Event(enable_timing=True)
+        pre.record()
+        epoch = gate.close()
+        self.closed_at = time.perf_counter()
+
+        def watchdog() -> None:
+            if not self.released.wait(release_s):
+                with self.lock:
+                    if not self.released.is_set():
+                        self.early = True
+                        self.released.set()
+                        gate.open(epoch)
+
+        self.epoch = epoch
+        threading.Thread(target=watchdog, daemon=True).start()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        run()  # enqueued behind the gate (the watchdog frees a host that blocks here)
+        end.record()
+        self.events = (pre, begin, end)
+        self.host["enqueue_s"] = time.perf_counter() - self.closed_at
+
+    def go(self) -> tuple[float, bool, dict]:
+        """Release, wait for the batch: (its time on the device's events, or the host's clock on a
+        CPU; released early; where the release's time went)."""
+        t0 = time.perf_counter()
+        if self.gate is None:
+            self.run()
+            return float(time.perf_counter() - t0), False, {}
+        with self.lock:
+            if not self.released.is_set():
+                self.released.set()
+                self.gate.open(self.epoch)
+        opened = time.perf_counter()
+        _synchronize()
+        synced = time.perf_counter()
+        pre, begin, end = self.events
+        batch_s = float(begin.elapsed_time(end)) / 1e3
+        # how long the device waited behind the gate, less how long the host kept it closed: the
+        # gate's own release latency (the wait kernel's launch latency included)
+        lag_s = float(pre.elapsed_time(begin)) / 1e3 - (opened - self.closed_at)
+        breakdown = {"open_s": opened - t0, "sync_s": synced - opened, "events_s": batch_s, "gate_lag_s": lag_s,
+                     **self.host}
+        return batch_s, self.early, breakdown
