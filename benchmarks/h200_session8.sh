@@ -5,6 +5,8 @@
 #   bash benchmarks/h200_session8.sh ref    # grade --gpu of every reference kernel (paged decode first)
 #   bash benchmarks/h200_session8.sh rest   # bench of the same kernels, then the hostile vector_add samples
 #                                           # (their large shape hit the wire limit before output sampling)
+#   bash benchmarks/h200_session8.sh last   # after the judge polls for the go's answer: grade --gpu of
+#                                           # vector_add, matmul, flash_attention; their bench; hostile vector_add
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd)
 OUT=${OUT:-/tmp/h200-out}
@@ -31,6 +33,20 @@ case "${1:-ref}" in
       cp -r fixtures/submissions_gpu/${s}_vector_add /tmp/h200-hostile-va/
     done
     OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + ${HOSTILE_UNTIL:-480})) SAMPLES=/tmp/h200-hostile-va \
+      bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile-va.txt" 2>&1 ;;
+  last)
+    stamp "grade --gpu: vector_add, matmul, flash_attention"
+    OUT=$OUT TIMECAP=3 LIMIT=170 DEADLINE=$((T0 + 300)) ONLY="vector_add matmul flash_attention" \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
+    stamp "bench: vector_add, matmul, flash_attention"
+    OUT=$OUT TIMECAP=3 ONLY="vector_add matmul flash_attention" bash benchmarks/h200_grade_gpu.sh bench \
+      > "$LOGS/bench.txt" 2>&1
+    stamp "hostile vector_add samples (large shape)"
+    rm -rf /tmp/h200-hostile-va && mkdir -p /tmp/h200-hostile-va
+    for s in counting side_stream timer_patch wrong_when_timed; do
+      cp -r fixtures/submissions_gpu/${s}_vector_add /tmp/h200-hostile-va/
+    done
+    OUT=$OUT TIMECAP=2 LIMIT=60 DEADLINE=$((T0 + ${HOSTILE_UNTIL:-470})) SAMPLES=/tmp/h200-hostile-va \
       bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile-va.txt" 2>&1 ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
 stamp done >> "$LOGS/steps.txt"
