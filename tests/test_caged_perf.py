@@ -309,6 +309,39 @@ def test_the_baseline_is_armed_in_the_judges_process_as_the_candidate_is_in_the_
     assert e["metrics"]["baseline"]["median_ms"] == pytest.approx(3.0)
 
 
+@pytest.mark.parametrize("copy_ms, flagged", [(0.13, False), (0.30, True)])
+def test_a_slow_canary_copy_flags_work_left_running_on_the_device(monkeypatch, eager_baseline, copy_ms, flagged):
+    """The judge's own 256 MiB copy runs in the same gaps as the baseline (where code left running in
+    the cage could slow the baseline and lift the ratio); on the H200 profile (4,228 GB/s calibrated)
+    0.13 ms a copy is 4,130 GB/s (98%), 0.30 ms is 1,790 GB/s (42%: flagged, rejected for review)."""
+    from infralab.perf import caged
+
+    clock = FakeClock()
+    eager_baseline(clock)
+
+    class FakeCopy:
+        armed, overhead_s, sets = False, 0.0, []
+
+        def __call__(self, i):
+            self.batch(1, i)
+
+        def batch(self, calls, start):
+            clock.now += calls * copy_ms * 1e-3
+
+        def settle(self, calls, start, judge_s):
+            pass
+
+    monkeypatch.setattr(caged, "_canary", lambda device, profile, sync, gate, policy: FakeCopy())
+    e = run(FakeBench(Right, clock), clock)
+    canary = e["metrics"]["judge_clock"]["canary"]
+    assert canary["fraction_of_copy"] == pytest.approx(2 * caged.CANARY_BYTES / (copy_ms * 1e-3) / 1e9 / 4228.0,
+                                                       rel=1e-3)
+    assert (e["level"] == "flagged") is flagged
+    assert ("judge's own device copy" in e["reason"]) is flagged
+    if not flagged:
+        assert e["decision"] == "accept"
+
+
 def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline):
     clock = FakeClock()
     eager_baseline(clock)

@@ -30,6 +30,13 @@ MESSAGES = {
         "在设备端等待之后排队的批次未能在 {seconds:g} 秒内由评测方放行（等待设备的调用，如 .item()，会阻塞它）："
         "改为不预先排队计时，主机端的排队开销计入成绩",
     ),
+    "gpugrade.device_busy": (
+        "the judge's own device copy, interleaved with the baseline, read {gbps} GB/s, {fraction} of this profile's "
+        "calibrated {copy} GB/s (at least {min} expected): something else ran on the GPU while the judge timed, "
+        "such as work the submission left running, which slows the baseline and lifts the candidate's ratio",
+        "评测方自己的设备内存拷贝（与基线交替运行）只测得 {gbps} GB/s，为该硬件配置标定值 {copy} GB/s 的 {fraction}"
+        "（应不低于 {min}）：评测计时期间 GPU 上还有其他工作在运行（例如提交代码遗留运行的任务），这会拖慢基线并抬高候选实现的速度比",
+    ),
     "gpugrade.flagged": (
         "flagged for the instructor's review (the figure is the judge's own): {flags}",
         "已标记，交由教师复核（成绩数字来自评测方自己的时钟）：{flags}",

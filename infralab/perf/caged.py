@@ -23,7 +23,10 @@ this process (the judge) never imports it and decides everything:
    waits on the device) switches the shape to unarmed batches, with a note. The baseline (a library
    kernel, the judge's own code) runs in the judge's process on the same device, interleaved, on the
    same clock, armed the same way (:mod:`infralab.perf.device_gate`) less its own empty batch's
-   cost, so a submission cannot slow it down from inside the cage and the two figures are alike.
+   cost, so the two figures are alike and no code in the cage runs in its process. The GPU is shared
+   with the cage's process, though: a third runner, the judge's own device copy (:func:`_canary`),
+   runs in the same gaps as the baseline and flags the entry when it reads below
+   :data:`CANARY_MIN_FRACTION` of the profile's calibrated copy bandwidth.
    The cage's account of each release (``breakdown``: the flag, the sync, the kept outputs' copy,
    the gate's own latency) goes into the record's ``judge_clock.release_ms``; it decides nothing.
 4. **Outputs of timed batches.** Each timed batch keeps the outputs of one call drawn at random by
@@ -70,6 +73,8 @@ from infralab.perf.workloads import WORKLOADS, Workload
 
 CLOCK_TOLERANCE_REL = 0.10  # the cage's timer may differ from the judge's clock by 10% ...
 CLOCK_TOLERANCE_ABS_S = 2e-3  # ... plus 2 ms per batch (the start of a batch, the pipe) before it flags
+CANARY_BYTES = 256 << 20  # the judge's own device copy, interleaved with the baseline (>= 4x any L2 here)
+CANARY_MIN_FRACTION = 0.85  # of the profile's calibrated copy_gbps, below which the device was not the judge's
 
 
 @dataclass(frozen=True)
@@ -313,6 +318,23 @@ class _Baseline:
         pass
 
 
+def _canary(device: str, profile: Profile, sync: Callable[[], None], gate: Any, policy: CagedPolicy):
+    """The judge's own copy of :data:`CANARY_BYTES` on the device, a third runner interleaved with the
+    candidate and the baseline, armed as the baseline is. The cage's process stays alive while the
+    judge runs the baseline, and GPU contexts share the device by time slices, so code left running in
+    the cage (a thread launching work whenever its own batches are not timed) would slow the baseline
+    and lift the candidate's ratio. The canary runs in those same gaps, where the cage cannot tell it
+    from the baseline: read against the profile's calibrated copy bandwidth, a slow canary flags the
+    entry. None on a CPU or without a calibrated ``copy_gbps``."""
+    if device != "cuda" or not profile.calibrated or not profile.ceilings.get("copy_gbps"):
+        return None
+    import torch
+    src = torch.empty(CANARY_BYTES // 4, dtype=torch.float32, device=device).fill_(1.0)
+    runner = _Baseline(lambda s, opts: s["dst"].copy_(s["src"]), {}, sync, gate, policy.arm_release_s)
+    runner.sets = [{"src": src, "dst": torch.empty_like(src)}]
+    return runner
+
+
 class JudgeClock:
     """The :class:`infralab.perf.harness.Timer` of the caged route: the judge's clock around a whole
     synchronised batch, less the runner's measured round-trip cost; seconds per call."""
@@ -452,6 +474,7 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
                       device=device, poison=False)
         cand.sets = base.sets = [wl.make_inputs(dict(shape), dtype, opts, s, device) for s in chosen]
 
+    canary = _canary(device, profile, sync, gate, policy)
     use_sets(1)
     set_bytes = max(1, _nbytes(cand.sets[0]))
     one_cand = _warm(cand, timer, clock, policy)
@@ -465,10 +488,18 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     one_base = max(one_base - base.overhead_s, 1e-9)
     calls = {"candidate": _calls_for(one_cand, policy, cand.armed),
              "baseline": _calls_for(one_base, policy, base.armed)}
+    runners = {"candidate": cand, "baseline": base}
+    if canary is not None:
+        one_canary = _warm(canary, timer, clock, policy)
+        null = [canary.round_trip(clock) for _ in range(policy.null_trips)] if canary.armed else []
+        canary.overhead_s = statistics.median(null) if null else 0.0
+        one_canary = max(one_canary - canary.overhead_s, 1e-9)
+        calls["canary"] = _calls_for(one_canary, policy, canary.armed)
+        runners["canary"] = canary
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
-    timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
+    timings: dict[str, list[float]] = {name: [] for name in runners}
     stopped, audits = [], []
     cand.clocks.clear()
     cand.breakdowns.clear()
@@ -485,11 +516,13 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
             aside = ("candidate", rng.randrange(max(half.min_samples, 1)), profiled)
-        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls, clock=clock, aside=aside)
+        res = sample_interleaved(runners, timer, half, calls, clock=clock, aside=aside)
         for k in timings:
             timings[k] += res.timings[k].samples
         stopped.append(res.stopped)
     cand.sets = base.sets = []
+    if canary is not None:
+        canary.sets = []
     return _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
                     set_bytes, base.armed, base.overhead_s)
 
@@ -519,6 +552,15 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
                         rel=f"{CLOCK_TOLERANCE_REL:.0%}", abs_ms=f"{CLOCK_TOLERANCE_ABS_S * 1e3:g}"))
     if cand.tampered:
         flags.append(tr("perf.tampered", names=", ".join(sorted(cand.tampered))))
+    canary = None
+    if timings.get("canary"):
+        copy = float(profile.ceilings["copy_gbps"])
+        gbps = 2 * CANARY_BYTES / statistics.median(timings["canary"]) / 1e9
+        canary = {"gbps": round(gbps, 1), "fraction_of_copy": round(gbps / copy, 4), "min": CANARY_MIN_FRACTION,
+                  "calls": calls.get("canary")}
+        if gbps < CANARY_MIN_FRACTION * copy:
+            flags.append(tr("gpugrade.device_busy", gbps=f"{gbps:,.0f}", copy=f"{copy:,.0f}",
+                            fraction=f"{gbps / copy:.0%}", min=f"{CANARY_MIN_FRACTION:.0%}"))
     level, verdict, reason = v.level, v.decision, v.reason
     if flags and not v.flags:  # the cage's own findings: flagged for review, as every flag
         level, verdict, reason = "flagged", "reject", tr("gpugrade.flagged", flags="; ".join(flags))
@@ -532,7 +574,7 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
                         "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
                         "baseline_armed": base_armed, "baseline_round_trip_ms": round(base_overhead_s * 1e3, 4),
-                        "release_ms": _release_medians(cand.breakdowns),
+                        "release_ms": _release_medians(cand.breakdowns), "canary": canary,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
         "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
         "rechecks": cand.rechecks,
