@@ -31,7 +31,7 @@ from infralab.i18n import LANGS, language, set_language, tr, use_course_language
 from infralab.record import TestResult, build_record, write_record
 from infralab.seeds import fresh_seed, kit_id, own_nodeid, sweep, test_seed
 from infralab.targets import InProcessTarget, TargetSpec, parse_target
-from infralab.triton_env import interpret_without_gpu
+from infralab.triton_env import fp32_dot_env, interpret_without_gpu
 from infralab.uses import PARTS, parts_option, reference_parts_spec, whose_parts
 
 pytest_plugins = ("infralab.golden",)  # the golden fixture and --update-golden of visible tests
@@ -198,6 +198,8 @@ def _configure_triton(config: pytest.Config) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
     else:
         interpret_without_gpu()
+    if os.environ.get("TRITON_INTERPRET") != "1":  # compiled kernels: fp32 dots as the interpreter computes them
+        os.environ.update(fp32_dot_env())
     if os.environ.get("TRITON_INTERPRET") == "1":
         problem = interpreter_version_problem()
         if problem:

@@ -142,3 +142,21 @@ def test_a_gpu_grading_runs_the_judge_on_the_workers_gpu_with_the_challenges(mon
     assert run.extra_args[0] == "--gpu" and any("softmax-" in a for a in run.extra_args[1:])
     assert run.extra_args[1:3] == ["--perf-time-cap", "3.0"]  # grade --time-cap reaches the judge's sampling
 
+
+
+def test_compiled_kernels_multiply_fp32_dots_in_fp32_as_the_interpreter_does(monkeypatch, tmp_path):
+    """TF32 (Triton's default for an fp32 tl.dot) failed every fp32 hidden test of the attention and
+    matmul references on the H200: the executor that sees a GPU compiles with TRITON_F32_DEFAULT=ieee
+    (a course team's own setting is kept); one that does not, runs the interpreter and needs none."""
+    from infralab.judge.cage import Cage, CageLimits
+    from infralab.triton_env import fp32_dot_env
+
+    monkeypatch.delenv("TRITON_F32_DEFAULT", raising=False)
+    assert fp32_dot_env() == {"TRITON_F32_DEFAULT": "ieee"}
+    assert fp32_dot_env({"TRITON_F32_DEFAULT": "tf32x3"}) == {"TRITON_F32_DEFAULT": "tf32x3"}
+    cage = Cage.__new__(Cage)
+    cage.home = tmp_path
+    cage.limits = CageLimits(gpu=True)
+    assert cage._env()["TRITON_F32_DEFAULT"] == "ieee"
+    cage.limits = CageLimits(gpu=False)
+    assert "TRITON_F32_DEFAULT" not in cage._env()

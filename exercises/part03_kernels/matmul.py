@@ -53,8 +53,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         a: ``(M, K)``; b: ``(K, N)``; same dtype (fp32, fp16, bf16), M, N, K ≥ 1, any strides.
 
     Returns:
-        A new ``(M, N)`` tensor of the input dtype: ``sum_k a[m, k] * b[k, n]`` accumulated in fp32
-        (on a GPU fp32 inputs may go through TF32 tensor cores, as torch does with allow_tf32).
+        A new ``(M, N)`` tensor of the input dtype: ``sum_k a[m, k] * b[k, n]`` accumulated in fp32.
+        fp32 inputs are multiplied in fp32 on a GPU too: the kit compiles Triton with
+        ``TRITON_F32_DEFAULT=ieee`` (a plain ``tl.dot`` is then IEEE fp32, as under the interpreter);
+        do not force ``input_precision="tf32"``, whose ~1e-3 relative error fails the fp32 tests.
 
     Raises:
         ValueError: if the shapes do not chain or the dtypes differ.
@@ -63,6 +65,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     are banned here; every element of C is written by your kernel. On a GPU, autotune the tile
     sizes (``@triton.autotune``); under the CPU interpreter keep one small config.
 
-    中文：用 Triton 实现矩阵乘，fp32 累加，输出与输入同 dtype；禁止调用 torch.matmul 等。
+    中文：用 Triton 实现矩阵乘，fp32 累加，输出与输入同 dtype；禁止调用 torch.matmul 等。fp32 输入在 GPU 上
+    也按 fp32 相乘（评测以 TRITON_F32_DEFAULT=ieee 编译），不要指定 input_precision="tf32"。
     """
     raise NotImplementedError("matmul")

@@ -86,8 +86,8 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
     """``x @ Wᵀ`` with W dequantised from int4 codes inside a Triton kernel.
 
     Args:
-        x: ``(M, K)`` activations, fp16 or bf16 (fp32 works too; on a GPU fp32 may use TF32), any
-            strides; M ≥ 1.
+        x: ``(M, K)`` activations, fp16 or bf16 (fp32 works too, multiplied in fp32: the kit
+            compiles with ``TRITON_F32_DEFAULT=ieee``), any strides; M ≥ 1.
         qweight: uint8 ``(N, K/2)``, two 4-bit codes per byte along K, low nibble first.
         scales: ``(N, K/group_size)`` float (fp32, fp16 or bf16).
         zeros: ``(N, K/group_size)`` integer zero points (int32 or uint8), 0..15.

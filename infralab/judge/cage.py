@@ -37,6 +37,7 @@ from pathlib import Path
 from infralab.i18n import tr
 from infralab.judge.cgroup import MemoryGroup, memory_cgroup_unavailable
 from infralab.judge.config import JudgeConfig
+from infralab.triton_env import fp32_dot_env
 
 KIT_FILES = ("boot.py", "executor.py", "wire.py", "perf_ops.py")
 PERF_FILES = ("__init__.py", "checked.py", "workloads.py", "kernel_audit.py", "device_gate.py")  # what perf_ops.py imports
@@ -182,6 +183,8 @@ class Cage:
             env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
         if self.limits.gpu and "CUDA_VISIBLE_DEVICES" in os.environ:  # the worker's one GPU (infralab grade --gpu)
             env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        if self.limits.gpu:  # kernels compile there: an fp32 tl.dot in fp32, as under the interpreter
+            env.update(fp32_dot_env())
         return env
 
     def _uses_cuda(self) -> bool:
