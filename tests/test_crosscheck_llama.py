@@ -9,6 +9,8 @@ vs transformers' logits processors (``TemperatureLogitsWarper``, ``TopKLogitsWar
 logits, thresholds drawn clear of the boundaries (HF breaks top-p ties by sort order; we keep tied
 tokens together, so tied inputs are not compared).
 """
+import math
+
 import pytest
 import torch
 
@@ -134,10 +136,22 @@ def test_hf_greedy_compares_only_up_to_a_near_tie():
     g = torch.Generator().manual_seed(0)
     for _ in range(4):
         r = 0.1 * torch.randn(config["hidden_size"], generator=g, dtype=torch.float64)
-    r = r - (r @ h) / (h @ h) * h + 2e-8 * h / (h @ h)  # the logits of `second` exceed `best`'s by 2e-8
-    weights["lm_head.weight"][second] = (weights["lm_head.weight"][best].double() + r).float()
-    got = llama.generate_greedy({k: t.double() for k, t in weights.items()}, config, ids, 6)
-    expected, compared = hf_greedy(hf_llama(config, weights), ids, 6)
+    r = r - (r @ h) / (h @ h) * h
+    row = (weights["lm_head.weight"][best].double() + r).float()
+    j = int(h.abs().argmax())  # one ulp of row[j] moves `second`'s logit by about 1e-8
+    ulp = float(torch.finfo(torch.float32).eps) * 2.0 ** math.floor(math.log2(abs(float(row[j]))))
+    # `second`'s exact logit k * 1e-7 above or below `best`'s (fp32 logits here are 2.4e-7 apart): the
+    # float64 answer, cast to fp32 at the end, follows the exact order; HF's fp32 sum over the hidden
+    # size is off by a few of its ulps, in a direction that depends on the CPU's kernels. Some gap of
+    # these splits them on any machine where HF's fp32 logits are not exact.
+    for gap_target in (k * sign * 1e-7 for k in (1, 2, 3, 4, 6, 8) for sign in (1.0, -1.0)):
+        gap = float((row.double() - weights["lm_head.weight"][best].double()) @ h)
+        weights["lm_head.weight"][second] = row
+        weights["lm_head.weight"][second, j] = float(row[j]) + round((gap_target - gap) / (ulp * float(h[j]))) * ulp
+        got = llama.generate_greedy({k: t.double() for k, t in weights.items()}, config, ids, 6)
+        expected, compared = hf_greedy(hf_llama(config, weights), ids, 6)
+        if not torch.equal(got, expected):
+            break
     assert not torch.equal(got, expected), "the near tie no longer splits float64 from HF: pick another vector"
     assert_equal(compared, ids.shape[1], name="positions compared (the tie is at the first new token)")
     assert_equal(got[:, :compared], expected[:, :compared], name="tokens before the near tie")

@@ -257,7 +257,7 @@ class IsolatedTarget:
         self.greeted = True
 
     def _request(self, what: str, header: dict, tensors: dict[str, torch.Tensor],
-                 timeout_s: float | None = None, spin: bool = False) -> tuple[dict, dict]:
+                 timeout_s: float | None = None) -> tuple[dict, dict]:
         if self.deaths >= MAX_DEATHS:
             raise RuntimeError(tr("cage.died_too_often", what=what, deaths=self.deaths))
         if self.spent >= self.limits.budget_s:
@@ -269,7 +269,7 @@ class IsolatedTarget:
             deadline = time.monotonic() + min(timeout_s, self.limits.budget_s - self.spent)
             try:
                 wire.send(self.cage.to_executor, header, tensors, deadline=deadline)
-                answer, out = wire.receive(self.cage.from_executor, deadline, spin=spin)
+                answer, out = wire.receive(self.cage.from_executor, deadline)
             except wire.Timeout:
                 self.cage.stop()
                 self._flag("timeout", tr("cage.ran_out_of_time", what=what))
@@ -289,12 +289,11 @@ class IsolatedTarget:
         self._read_flags(answer.get("sync"))
         return answer, out
 
-    def ask(self, what: str, header: dict, slow: bool = False, spin: bool = False) -> Any:
+    def ask(self, what: str, header: dict, slow: bool = False) -> Any:
         """One request of the judge's own protocol (a performance challenge: infralab.perf.caged), its
-        answer decoded; an error in the executor raises here. ``slow``: a call that may compile;
-        ``spin``: the judge polls for the answer (a timed request: see :func:`wire.receive`)."""
+        answer decoded; an error in the executor raises here. ``slow``: a call that may compile."""
         answer, out = self._request(what, header, {}, timeout_s=IMPORT_TIMEOUT_FACTOR * self.limits.call_timeout_s
-                                    if slow else None, spin=spin)
+                                    if slow else None)
         return self._answer(answer, out, self.generation)
 
     def _encode_args(self, args: tuple, kwargs: dict) -> tuple[Any, Any, dict]:

@@ -130,9 +130,7 @@ class RemoteBench:
             "arm": arm}, slow=gate or profile)
 
     def go(self) -> dict:
-        # the judge polls for this answer: asleep in the kernel through a long batch, it woke up to
-        # 0.3-0.5 ms late on the H200 machine (an empty batch's round trip did not show it)
-        return self.target.ask(f"{self.module}: armed calls", {"op": "perf_go"}, spin=True)
+        return self.target.ask(f"{self.module}: armed calls", {"op": "perf_go"})
 
     def fetch(self, sample: dict | None = None) -> dict[int, tuple]:
         return self.target.ask(f"{self.module}: outputs", {"op": "perf_fetch", "sample": sample})
