@@ -392,3 +392,49 @@ def test_a_large_output_is_checked_at_indices_the_judge_draws_after_the_calls():
     assert "shape" in check_outputs(ADD, ops.fetch(sample)[0], inputs, {}, sample)
     ops.kept = {0: (right,)}
     assert ops.fetch({**sample, "whole_up_to": 10_000})[0][0] is right  # small outputs come back whole
+
+
+def test_an_armed_batch_opens_its_gate_once_and_at_once_when_a_call_raises(monkeypatch):
+    """The device side of arming (infralab/perf/device_gate.py) with a fake gate and fake events: the
+    go opens the gate once; a call that raises while the batch is enqueued opens it before the error
+    goes on (else the device would wait behind it until the watchdog, release_s later)."""
+    from infralab.perf import device_gate
+
+    class FakeGate:
+        def __init__(self):
+            self.opened, self.epoch = [], 1
+
+        def close(self):
+            self.epoch += 1
+            return self.epoch
+
+        def open(self, epoch):
+            self.opened.append(epoch)
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 2.0
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(device_gate, "_synchronize", lambda: None)
+    gate = FakeGate()
+    ran = []
+    armed = device_gate.Armed(gate, lambda: ran.append(1), release_s=60.0)
+    assert ran == [1] and gate.opened == []  # enqueued now, released only by the go
+    batch_s, early, breakdown = armed.go()
+    assert (batch_s, early, gate.opened) == (2e-3, False, [2]) and breakdown["events_s"] == 2e-3
+    armed.release()
+    assert gate.opened == [2]  # once
+
+    def raising():
+        raise ZeroDivisionError("a student's call")
+
+    with pytest.raises(ZeroDivisionError):
+        device_gate.Armed(gate, raising, release_s=60.0)
+    assert gate.opened == [2, 3]

@@ -97,10 +97,21 @@ class Armed:
         threading.Thread(target=watchdog, daemon=True).start()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
-        run()  # enqueued behind the gate (the watchdog frees a host that blocks here)
+        try:
+            run()  # enqueued behind the gate (the watchdog frees a host that blocks here)
+        except BaseException:  # a call that raised: open the gate now, not after release_s
+            self.release()
+            raise
         end.record()
         self.events = (pre, begin, end)
         self.host["enqueue_s"] = time.perf_counter() - self.closed_at
+
+    def release(self) -> None:
+        """Open the gate (once; the watchdog's own release marks the batch ``early``)."""
+        with self.lock:
+            if not self.released.is_set():
+                self.released.set()
+                self.gate.open(self.epoch)
 
     def go(self) -> tuple[float, bool, dict]:
         """Release, wait for the batch: (its time on the device's events, or the host's clock on a
@@ -109,10 +120,7 @@ class Armed:
         if self.gate is None:
             self.run()
             return float(time.perf_counter() - t0), False, {}
-        with self.lock:
-            if not self.released.is_set():
-                self.released.set()
-                self.gate.open(self.epoch)
+        self.release()
         opened = time.perf_counter()
         _synchronize()
         synced = time.perf_counter()
