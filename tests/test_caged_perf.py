@@ -46,11 +46,12 @@ class FakeBench:
     and ``host_per_call`` to enqueue (an unarmed batch costs the larger of the two per call; an armed
     one, the enqueueing at arming and the device's share after go), each request ``trip``; the cage's
     own timer reports ``cage_timer(true seconds)``. ``can_arm=False``: a cage without Triton;
-    ``release_early``: the cage's watchdog released every armed batch."""
+    ``release_early``: the cage's watchdog released every armed batch; ``go_extra``: what the go of a
+    batch with calls costs beyond an empty one's round trip (seen on the H200 and on a CPU)."""
 
     def __init__(self, module, clock: FakeClock, per_call=1e-3, trip=5e-3, cage_timer=lambda s: s, tampered=(),
-                 kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False):
-        self.module, self.clock, self.per_call, self.trip = module, clock, per_call, trip
+                 kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False, go_extra=0.0):
+        self.module, self.clock, self.per_call, self.trip, self.go_extra = module, clock, per_call, trip, go_extra
         self.host_per_call, self.can_arm, self.release_early = host_per_call, can_arm, release_early
         self.armed = None
         self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
@@ -91,7 +92,7 @@ class FakeBench:
 
     def go(self):
         (calls, start, keep), self.armed = self.armed, None
-        self.clock.now += self.trip
+        self.clock.now += self.trip + (self.go_extra if calls else 0.0)  # the cage's handling after calls
         self._calls(calls, start, keep, self.per_call)
         return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered,
                 "released_early": self.release_early and calls > 0}
@@ -438,3 +439,21 @@ def test_an_armed_batch_opens_its_gate_once_and_at_once_when_a_call_raises(monke
     with pytest.raises(ZeroDivisionError):
         device_gate.Armed(gate, raising, release_s=60.0)
     assert gate.opened == [2, 3]
+
+
+@pytest.mark.parametrize("per_call, level", [(0.25e-3, "flagged"), (1e-3, "below pass")])
+def test_a_short_batch_below_the_bar_on_the_judges_clock_alone_is_flagged_not_tuned(eager_baseline, per_call, level):
+    """1.5 ms of the cage's own handling on a batch of three 0.25 ms calls: the judge reads 0.33x the
+    baseline, below the pass bar (0.6x), while the cage's timer reads 1.0x (within the clocks'
+    tolerance of each other); the judge cannot settle that alone, so the entry is flagged for review
+    (never accepted). A kernel slow on both clocks (0.25x on the cage's) stays `tune`."""
+    clock = FakeClock()
+    eager_baseline(clock, per_call=0.25e-3)
+    e = run(FakeBench(Right, clock, per_call=per_call, go_extra=1.5e-3), clock)
+    assert e["level"] == level and e["decision"] in ("reject", "tune")
+    assert e["metrics"]["ratio_to_baseline"] < 0.6
+    if level == "flagged":
+        assert e["decision"] == "reject" and "too short for the judge's clock alone" in e["reason"]
+        assert "1.000x" in e["reason"]
+    else:
+        assert e["decision"] == "tune"

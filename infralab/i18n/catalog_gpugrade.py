@@ -37,6 +37,13 @@ MESSAGES = {
         "评测方自己的设备内存拷贝（与基线交替运行）只测得 {gbps} GB/s，为该硬件配置标定值 {copy} GB/s 的 {fraction}"
         "（应不低于 {min}）：评测计时期间 GPU 上还有其他工作在运行（例如提交代码遗留运行的任务），这会拖慢基线并抬高候选实现的速度比",
     ),
+    "gpugrade.unresolved": (
+        "below the bar on the judge's clock ({ratio}x the baseline) but not on the cage's timer ({cage_ratio}x): a "
+        "batch of {batch_ms} ms is too short for the judge's clock alone (under {resolved_ms} ms it still holds the "
+        "cage's own handling of the request, about 0.2-0.5 ms a batch); the instructor decides",
+        "按评测方时钟低于门槛（基线的 {ratio} 倍），但按隔离环境计时并未低于（{cage_ratio} 倍）：{batch_ms} ms 的批次太短，"
+        "评测方时钟无法单独判定（短于 {resolved_ms} ms 时仍包含隔离环境处理请求本身的时间，每批约 0.2-0.5 ms）；由教师决定",
+    ),
     "gpugrade.flagged": (
         "flagged for the instructor's review (the figure is the judge's own): {flags}",
         "已标记，交由教师复核（成绩数字来自评测方自己的时钟）：{flags}",
