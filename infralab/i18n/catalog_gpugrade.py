@@ -40,9 +40,9 @@ MESSAGES = {
     "gpugrade.unresolved": (
         "below the bar on the judge's clock ({ratio}x the baseline) but not on the cage's timer ({cage_ratio}x): a "
         "batch of {batch_ms} ms is too short for the judge's clock alone (under {resolved_ms} ms it still holds the "
-        "cage's own handling of the request, about 0.2-0.5 ms a batch); the instructor decides",
+        "cage's own handling of the request, 0.4-1 ms a batch on the H200); the instructor decides",
         "按评测方时钟低于门槛（基线的 {ratio} 倍），但按隔离环境计时并未低于（{cage_ratio} 倍）：{batch_ms} ms 的批次太短，"
-        "评测方时钟无法单独判定（短于 {resolved_ms} ms 时仍包含隔离环境处理请求本身的时间，每批约 0.2-0.5 ms）；由教师决定",
+        "评测方时钟无法单独判定（短于 {resolved_ms} ms 时仍包含隔离环境处理请求本身的时间，在 H200 上每批 0.4-1 ms）；由教师决定",
     ),
     "gpugrade.flagged": (
         "flagged for the instructor's review (the figure is the judge's own): {flags}",

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from infralab.i18n import tr
-from infralab.perf import decision
+from infralab.perf import decision, device_gate
 from infralab.perf.checked import own_kernel_names, torch_compile_use
 from infralab.perf.harness import SamplingPolicy, Timing, sample_interleaved
 from infralab.perf.kernel_audit import Kernel, audit
@@ -239,13 +239,6 @@ class _Candidate:
         if self.answer.get("released_early"):
             raise _ArmingFailed
 
-    def round_trip(self, clock: Callable[[], float]) -> float:
-        """One empty batch on the judge's clock, as the timed ones are run."""
-        self.prime(0, 0)
-        t0 = clock()
-        self.batch(0, 0)
-        return clock() - t0
-
     def sample(self) -> dict:
         return {"seed": self.rng.randrange(2**31), "count": self.policy.sample_elements,
                 "whole_up_to": self.policy.whole_output_elements}
@@ -294,9 +287,8 @@ class _Baseline:
 
     def prime(self, calls: int, start: int) -> None:
         if self.gate is not None:
-            from infralab.perf.device_gate import Armed
             self.sync()
-            self.armed_batch = Armed(self.gate, lambda: self._run(calls, start), self.release_s)
+            self.armed_batch = device_gate.Armed(self.gate, lambda: self._run(calls, start), self.release_s)
 
     def batch(self, calls: int, start: int) -> None:
         armed, self.armed_batch = self.armed_batch, None
@@ -306,12 +298,6 @@ class _Baseline:
             return
         if armed.go()[1]:  # the judge's own library call waited on the device: unarmed from now on
             self.gate = None
-
-    def round_trip(self, clock: Callable[[], float]) -> float:
-        self.prime(0, 0)
-        t0 = clock()
-        self.batch(0, 0)
-        return clock() - t0
 
     def settle(self, calls: int, start: int, judge_s: float) -> None:
         pass
@@ -359,6 +345,22 @@ class JudgeClock:
 def _calls_for(one_call_s: float, policy: CagedPolicy, armed: bool = False) -> int:
     cap = min(policy.max_calls, policy.armed_max_calls) if armed else policy.max_calls
     return max(1, min(cap, math.ceil(policy.batch_target_s / max(one_call_s, 1e-7))))
+
+
+def _one_call(runner: Any, timer: JudgeClock, clock: Callable[[], float], policy: CagedPolicy,
+              trips: bool) -> float:
+    """One call's time after warm-up, less the runner's round trip: with ``trips``, the median of
+    :attr:`CagedPolicy.null_trips` empty batches on the judge's clock, as the timed ones are run,
+    which becomes ``runner.overhead_s`` (subtracted from every batch of that runner)."""
+    one = _warm(runner, timer, clock, policy)
+    null = []
+    for _ in range(policy.null_trips if trips else 0):
+        runner.prime(0, 0)
+        t0 = clock()
+        runner.batch(0, 0)
+        null.append(clock() - t0)
+    runner.overhead_s = statistics.median(null) if null else 0.0
+    return max(one - runner.overhead_s, 1e-9)
 
 
 def _warm(runner: Any, timer: JudgeClock, clock: Callable[[], float], policy: CagedPolicy) -> float:
@@ -460,10 +462,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
              own_kernels, profile_batches, l2_bytes, cand) -> dict[str, Any]:
     timer = JudgeClock(clock)
-    gate = None
-    if policy.armed and cand.armed:
-        from infralab.perf.device_gate import gate_or_none
-        gate = gate_or_none(device)
+    gate = device_gate.gate_or_none(device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
 
     def use_sets(n: int) -> None:
@@ -476,25 +475,10 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     canary = _canary(device, profile, sync, gate, policy)
     use_sets(1)
     set_bytes = max(1, _nbytes(cand.sets[0]))
-    one_cand = _warm(cand, timer, clock, policy)
-    # the round trip's own cost, subtracted from every candidate batch
-    null = [cand.round_trip(clock) for _ in range(policy.null_trips)]
-    cand.overhead_s = statistics.median(null) if null else 0.0
-    one_cand = max(one_cand - cand.overhead_s, 1e-9)
-    one_base = _warm(base, timer, clock, policy)
-    null = [base.round_trip(clock) for _ in range(policy.null_trips)] if base.armed else []
-    base.overhead_s = statistics.median(null) if null else 0.0
-    one_base = max(one_base - base.overhead_s, 1e-9)
-    calls = {"candidate": _calls_for(one_cand, policy, cand.armed),
-             "baseline": _calls_for(one_base, policy, base.armed)}
-    runners = {"candidate": cand, "baseline": base}
-    if canary is not None:
-        one_canary = _warm(canary, timer, clock, policy)
-        null = [canary.round_trip(clock) for _ in range(policy.null_trips)] if canary.armed else []
-        canary.overhead_s = statistics.median(null) if null else 0.0
-        one_canary = max(one_canary - canary.overhead_s, 1e-9)
-        calls["canary"] = _calls_for(one_canary, policy, canary.armed)
-        runners["canary"] = canary
+    # the candidate's round trip (the pipe, armed or not) and an armed judge-side runner's (the gate)
+    runners = {"candidate": cand, "baseline": base, **({"canary": canary} if canary is not None else {})}
+    calls = {name: _calls_for(_one_call(r, timer, clock, policy, trips=r is cand or r.armed), policy, r.armed)
+             for name, r in runners.items()}
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
@@ -554,8 +538,8 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
     if (v.decision == "tune" and not v.flags and cand.armed and cand.clocks and calls["candidate"]
             and judge_s < RESOLVED_BATCH_S):
         # below the bar on a short batch: the judge's clock also holds the cage's own handling of the
-        # request beyond what an empty batch's round trip removes (0.2-0.5 ms a batch on the H200 and
-        # on a CPU), so when the cage's timer reads the bar met, the shortfall is not the judge's to
+        # request beyond what an empty batch's round trip removes (0.4-1 ms a batch on the H200,
+        # 0.15-0.55 ms on a CPU), so when the cage's timer reads the bar met, the shortfall is not the judge's to
         # settle: flagged for review with both figures, never accepted
         per_call = inner_s / calls["candidate"]
         alt = decision.judge(challenge=challenge, profile=profile, achieved=amount / per_call / scale, unit=unit,

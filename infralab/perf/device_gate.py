@@ -87,11 +87,7 @@ class Armed:
 
         def watchdog() -> None:
             if not self.released.wait(release_s):
-                with self.lock:
-                    if not self.released.is_set():
-                        self.early = True
-                        self.released.set()
-                        gate.open(epoch)
+                self.release(early=True)
 
         self.epoch = epoch
         threading.Thread(target=watchdog, daemon=True).start()
@@ -106,10 +102,11 @@ class Armed:
         self.events = (pre, begin, end)
         self.host["enqueue_s"] = time.perf_counter() - self.closed_at
 
-    def release(self) -> None:
-        """Open the gate (once; the watchdog's own release marks the batch ``early``)."""
+    def release(self, early: bool = False) -> None:
+        """Open the gate, once; ``early``: the watchdog's release, which the go's answer reports."""
         with self.lock:
             if not self.released.is_set():
+                self.early = early
                 self.released.set()
                 self.gate.open(self.epoch)
 
