@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from infralab.perf.caged import CagedPolicy, clock_disagreement, run_caged_challenge
+from infralab.perf.caged import CagedPolicy, clock_disagreement, derived_seeds, run_caged_challenge
 from infralab.perf.kernel_audit import Kernel
 from infralab.perf.profiles import load_profiles
 from infralab.perf.spec import validate_challenge
@@ -50,9 +50,11 @@ class FakeBench:
     batch with calls costs beyond an empty one's round trip (seen on the H200 and on a CPU)."""
 
     def __init__(self, module, clock: FakeClock, per_call=1e-3, trip=5e-3, cage_timer=lambda s: s, tampered=(),
-                 kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False, go_extra=0.0):
+                 kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False, go_extra=0.0,
+                 graph_failed=None):
         self.module, self.clock, self.per_call, self.trip, self.go_extra = module, clock, per_call, trip, go_extra
         self.host_per_call, self.can_arm, self.release_early = host_per_call, can_arm, release_early
+        self.graph_failed = graph_failed
         self.armed = None
         self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
         self.seeds: list[int] = []
@@ -67,12 +69,15 @@ class FakeBench:
             self.sets = [{k: torch.ones_like(v) for k, v in s.items()} for s in self.sets]
         return {"sets": len(self.sets), "problem": None}
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0):
-        self.requests.append({"calls": calls, "gate": gate, "profile": profile, "arm": arm})
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=False):
+        self.requests.append({"calls": calls, "gate": gate, "profile": profile, "arm": arm, "keep": keep,
+                              "sets": len(self.sets), "graph": graph, "start": start})
         self.clock.now += self.trip
         if arm and not gate and not profile:
             if not self.can_arm:
                 return {"armed": False}
+            if graph and self.graph_failed:
+                return {"armed": False, "graph_failed": self.graph_failed}
             self.clock.now += calls * self.host_per_call  # enqueued behind the wait: before the judge's clock
             self.armed = (calls, start, keep)
             return {"armed": True}
@@ -86,7 +91,7 @@ class FakeBench:
         for i in range(calls):
             out = self.wl.call(self.module, self.sets[(start + i) % len(self.sets)], self.opts)
             self.clock.now += per_call
-            if i in keep:
+            if keep is None or i in keep:
                 kept[i] = out if isinstance(out, tuple) else (out,)
         self.kept = kept
 
@@ -100,7 +105,8 @@ class FakeBench:
     def fetch(self, sample=None):
         self.fetched = sample
         kept, self.kept = self.kept, {}
-        return kept
+        named = (sample or {}).get("calls")
+        return kept if named is None else {c: kept[c] for c in named if c in kept}
 
 
 @pytest.fixture
@@ -129,7 +135,9 @@ def test_the_judge_picks_every_seed_and_its_clock_less_the_round_trip_is_the_fig
     bench = FakeBench(Right, clock, per_call=1e-3, trip=5e-3)
     e = run(bench, clock)
     assert e["decision"] == "accept" and e["correct"], e["reason"]
-    assert bench.seeds == e["workload"]["seeds"] and len(set(bench.seeds)) == len(bench.seeds) > 3
+    recorded = e["workload"]["seeds"]  # the gate's and the baseline's, and each timed batch's (its sets derive)
+    derived = {d for s in recorded for d in derived_seeds(s, max(e["workload"]["calls_per_sample"].values()))}
+    assert set(bench.seeds) <= set(recorded) | derived and len(set(bench.seeds)) == len(bench.seeds) > 3
     assert e["metrics"]["candidate"]["median_ms"] == pytest.approx(1.0)  # 5 ms round trip subtracted
     assert e["metrics"]["ratio_to_baseline"] == pytest.approx(1.0)
     assert e["metrics"]["judge_clock"]["round_trip_ms"] == pytest.approx(5.0)
@@ -181,6 +189,34 @@ def test_outputs_of_timed_batches_are_checked_by_the_judge(eager_baseline):
     assert any(r["gate"] for r in bench.requests)
 
 
+class WrongOnEveryThirdTimedCall:
+    """Right in the gate and on two timed calls of three: a module that could tell the checked calls
+    from the others would answer right on those only."""
+
+    calls = 0
+
+    @classmethod
+    def vector_add(cls, x, y):
+        cls.calls += 1
+        return x if cls.calls > 12 and cls.calls % 3 == 0 else x + y
+
+
+def test_the_cage_keeps_every_output_and_learns_the_checked_calls_only_after_the_batch(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock)
+    bench = FakeBench(Right, clock)
+    e = run(bench, clock)
+    assert e["decision"] == "accept", e["reason"]
+    timed = [r for r in bench.requests if not r["gate"] and not r["profile"] and r["calls"]]
+    assert timed and all(r["keep"] is None for r in timed)  # nothing in the cage names the checked calls
+    assert all(r["sets"] >= r["calls"] for r in timed)  # one fresh set per call: no inputs seen twice
+    assert len(bench.fetched["calls"]) == SMALL.checks_per_batch
+    assert len(e["metrics"]["rechecks"]) >= SMALL.checks_per_batch * e["workload"]["samples"]
+    WrongOnEveryThirdTimedCall.calls = 0
+    e = run(FakeBench(WrongOnEveryThirdTimedCall, clock), clock)
+    assert e["decision"] == "reject" and "timed batch's output was wrong" in e["reason"]
+
+
 def test_inputs_the_cage_changed_are_caught_by_the_judges_own_inputs(eager_baseline):
     clock = FakeClock()
     eager_baseline(clock)
@@ -224,10 +260,10 @@ def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_ba
 class BannedWhenTimed(FakeBench):
     """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=False):
         if calls and not gate:
             raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
-        return super().run(calls, start, keep, gate=gate, profile=profile, arm=arm)
+        return super().run(calls, start, keep, gate=gate, profile=profile, arm=arm, graph=graph)
 
 
 def test_a_guard_tripped_in_a_timed_call_rejects_with_the_cages_error(eager_baseline):
@@ -347,9 +383,29 @@ def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline)
     clock = FakeClock()
     eager_baseline(clock)
     bench = FakeBench(Right, clock, per_call=1e-6)
-    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64}))
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "graphs": False}))
     assert e["workload"]["calls_per_sample"]["candidate"] == 64
     assert max(r["calls"] for r in bench.requests if r["arm"]) == 64
+
+
+@pytest.mark.parametrize("failure", [None, "RuntimeError: operation not permitted when stream is capturing"])
+def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_a_graph(eager_baseline, failure):
+    """Past the launch queue's 64 here, the batch is a CUDA graph of all its calls (one launch, the
+    same calls and sets every time: start 0); a call a graph cannot hold: plain armed batches, a note."""
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-6)
+    bench = FakeBench(Right, clock, per_call=1e-6, graph_failed=failure)
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 1000}))
+    assert e["decision"] == "accept", e["reason"]
+    timed = [r for r in bench.requests if r["arm"] and r["calls"] > 1]
+    calls = e["workload"]["calls_per_sample"]["candidate"]
+    if failure is None:
+        assert calls == 1000 and e["metrics"]["judge_clock"]["graph"] is True
+        assert all(r["graph"] and r["start"] == 0 and r["calls"] == 1000 for r in timed)
+    else:
+        assert calls == 64 and e["metrics"]["judge_clock"]["graph"] is False
+        assert any("CUDA graph" in note and "capturing" in note for note in e["workload"]["notes"])
+        assert max(r["calls"] for r in bench.requests if r["arm"] and not r["graph"]) == 64
 
 
 def test_a_batch_the_cage_released_itself_is_timed_again_unarmed_with_a_note(eager_baseline):
@@ -392,7 +448,8 @@ def test_a_large_output_is_checked_at_indices_the_judge_draws_after_the_calls():
     ops.kept = {0: (right[:4999],)}
     assert "shape" in check_outputs(ADD, ops.fetch(sample)[0], inputs, {}, sample)
     ops.kept = {0: (right,)}
-    assert ops.fetch({**sample, "whole_up_to": 10_000})[0][0] is right  # small outputs come back whole
+    whole = ops.fetch({**sample, "whole_up_to": 10_000})[0][0]  # small outputs come back whole, copied
+    assert torch.equal(whole, right) and whole.data_ptr() != right.data_ptr()
 
 
 def test_an_armed_batch_opens_its_gate_once_and_at_once_when_a_call_raises(monkeypatch):

@@ -55,6 +55,18 @@ def vector_add(x, y):
     return out
 '''
 
+# the honest kernel once per pair of input addresses, then the cached answer (with a do-nothing launch of
+# its own kernel, as a Triton exercise's timed call must launch one): a memo that timed batches with
+# reused inputs would turn into free calls
+MEMO = SLOW_CLOCK.replace("time.perf_counter = lambda: _real() / 10\n", "_answers = {}\n").replace(
+    """def vector_add(x, y):
+    out = torch.empty_like(x)""", """def vector_add(x, y):
+    key = (x.data_ptr(), y.data_ptr(), x.numel())
+    if key in _answers:
+        add_kernel[(1,)](x, y, _answers[key], 0, BLOCK=1024)
+        return _answers[key]
+    out = _answers[key] = torch.empty_like(x)""")
+
 
 def caged_entry(submission: Path) -> dict:
     target = IsolatedTarget(submission_target(submission, ROOT), JudgeConfig.from_course(COURSE),
@@ -82,3 +94,13 @@ def test_a_timer_patched_in_the_cage_neither_changes_the_judges_clock_nor_passes
         pytest.approx(clocks["batch_ms"], rel=0.5)  # the figure is the judge's batch time
     assert e["metrics"]["rechecks"] and set(e["metrics"]["rechecks"]) == {"ok"}  # timed outputs came back, checked
     assert len(e["workload"]["seeds"]) >= 4  # the gate's and the timing's sets, every seed the judge's
+
+
+def test_a_module_that_caches_its_answers_meets_fresh_inputs_and_is_rejected(tmp_path):
+    """The cage's sets are rewritten in place from new seeds before every timed batch, one per call:
+    the memo keyed by address answers the previous batch's sums, and the judge's check catches it."""
+    assert "_answers[key]" in MEMO and "_real() / 10" not in MEMO
+    (tmp_path / "memo" / "part03_kernels").mkdir(parents=True)
+    (tmp_path / "memo" / "part03_kernels" / "vector_add.py").write_text(textwrap.dedent(MEMO))
+    e = caged_entry(tmp_path / "memo")
+    assert e["decision"] == "reject" and "timed batch's output was wrong" in e["reason"], e["reason"]

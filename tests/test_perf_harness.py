@@ -254,6 +254,18 @@ class WrongAfterWarmUp:
         return out if cls.calls <= 1 + len(WORKLOADS["softmax"].gate_shapes) else out * 0
 
 
+class MemoSoftmax:
+    """Computes once per input address, then answers from its cache: rewritten inputs expose it."""
+    answers: dict = {}
+
+    @classmethod
+    def softmax(cls, x):
+        key = (x.data_ptr(), tuple(x.shape))
+        if key not in cls.answers:
+            cls.answers[key] = torch.softmax(x.float(), dim=-1).to(x.dtype)
+        return cls.answers[key]
+
+
 class TailIgnored:
     """Right when rows are whole blocks of 1024, wrong on the ragged tail (a missing mask)."""
 
@@ -285,10 +297,10 @@ class Fake:
 SMALL = SamplingPolicy(min_samples=4, max_samples=6)
 
 
-def run_on_cpu(module, seconds=(1e-3,), n=300):
+def run_on_cpu(module, seconds=(1e-3,), n=300, policy=SMALL):
     c = spec(dtype="float32", shapes=[{"M": 8, "N": n}])
     return run_challenge(module, c, c["shapes"][0], H200, timer=Fake(list(seconds)), target="test",
-                         exercise="part03_kernels.softmax", device="cpu", policy=SMALL)
+                         exercise="part03_kernels.softmax", device="cpu", policy=policy)
 
 
 def test_a_correct_candidate_gets_a_record_entry_in_the_course_evidence_terms():
@@ -328,6 +340,13 @@ def test_a_candidate_wrong_on_timed_runs_is_caught_by_the_rechecks():
     e = run_on_cpu(WrongAfterWarmUp)
     assert not e["correct"] and e["decision"] == "reject"
     assert any(r != "ok" for r in e["metrics"]["rechecks"])
+
+
+def test_a_candidate_that_caches_its_answers_meets_rewritten_inputs_and_is_caught():
+    MemoSoftmax.answers = {}
+    e = run_on_cpu(MemoSoftmax, policy=SamplingPolicy(min_samples=8, max_samples=8))  # sets come round again
+    assert not e["correct"] and e["decision"] == "reject", e["reason"]
+    assert e["workload"]["calls_per_sample"]["candidate"] <= e["workload"]["input_sets"]  # no set twice a batch
 
 
 # --- the CLI on a machine without a GPU --------------------------------------------------------

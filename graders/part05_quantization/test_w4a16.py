@@ -34,6 +34,7 @@ def seeded(gen):
     (2, 8, 80, 16, torch.float32),      # K = 80 is not a multiple of any power-of-two BLOCK_K >= 32
     (5, 37, 160, 32, torch.float16),    # batch 5: five groups of 32 shared unevenly by two K splits, N ragged
     (1, 20, 192, 64, torch.float32),    # batch 1: three groups of 64, each longer than a 32-wide K tile
+    (1, 24, 256, 32, torch.float32),    # batch 1: eight groups of 32, two to a 64-wide K tile
     (1, 24, 96, 16, torch.float16),     # batch 1 with groups smaller than any K tile
 ])
 def test_matches_reference_at_ragged_shapes(impl, gen, m, n, k, group_size, dtype):

@@ -30,6 +30,12 @@ MESSAGES = {
         "在设备端等待之后排队的批次未能在 {seconds:g} 秒内由评测方放行（等待设备的调用，如 .item()，会阻塞它）："
         "改为不预先排队计时，主机端的排队开销计入成绩",
     ),
+    "gpugrade.graph_failed": (
+        "the calls could not be captured in a CUDA graph ({error}): timed in armed batches of at most 256 calls, "
+        "where the cage's handling of each batch weighs more on short calls",
+        "这些调用无法捕获进 CUDA graph（{error}）：改用每批最多 256 次调用的预排队批次计时，"
+        "对很短的调用，隔离环境处理每批请求的时间占比更大",
+    ),
     "gpugrade.device_busy": (
         "the judge's own device copy, interleaved with the baseline, read {gbps} GB/s, {fraction} of this profile's "
         "calibrated {copy} GB/s (at least {min} expected): something else ran on the GPU while the judge timed, "

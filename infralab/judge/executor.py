@@ -221,7 +221,9 @@ class Session:
         return {**{f"PerfOps.{k}": v for k, v in vars(type(self.perf)).items()},
                 **{f"checked.{k}": v for k, v in vars(perf_ops.checked).items() if callable(v)},
                 **{f"device_gate.{c.__name__}.{k}": v for c in (perf_ops.device_gate.DeviceGate, perf_ops.device_gate.Armed)
-                   for k, v in vars(c).items() if callable(v)}}
+                   for k, v in vars(c).items() if callable(v)},
+                **{f"device_gate.{f}": getattr(perf_ops.device_gate, f, None) for f in ("captured", "gate_or_none")},
+                "workloads.refill": getattr(perf_ops.workloads, "refill", None)}
 
     def lost_guards(self) -> list[str]:
         """Names of the executor's and the guards' parts that no longer are what they were."""

@@ -6,16 +6,20 @@ decides anything, it only runs what the judge asks and sends back what the judge
 ``{"op": "perf_prepare", "module", "workload", "shape", "dtype", "options", "seeds", "ragged", "device", "poison"}``
     generate one input set per seed (the judge's seeds, drawn at random by the judge) with the
     workload's own generator, on the device; with ``poison`` the allocator's free memory is filled
-    with NaN bytes first. Answers ``{"sets": n, "problem": ...}`` (``problem``: a torch.compile'd
-    object found on the loaded module).
+    with NaN bytes first. A set whose tensors match the previous set at its index (keys, shapes,
+    dtypes) is written into that set's tensors: the judge refreshes the sets before every timed
+    batch, and a module that caches outputs by its inputs' addresses then answers stale values.
+    Answers ``{"sets": n, "problem": ...}`` (``problem``: a torch.compile'd object found on the loaded module).
 ``{"op": "perf_run", "calls", "start", "keep", "gate", "profile"}``
     run ``calls`` calls of the student's function on sets ``start, start+1, ...`` (mod n), then
-    synchronise the whole device; keep the outputs of the calls listed in ``keep`` (drawn by the
-    judge). ``gate``: every guard of grading (as any isolated call); else the checked timed calls
-    of :mod:`infralab.perf.checked`. ``profile``: the batch runs under the CUDA profiler and the
-    answer lists its kernels (the judge audits them). Answers ``{"inner_s", "tampered"}``:
-    the batch's time on the cage's own timer (CUDA events, or ``time.perf_counter`` on a CPU),
-    which the judge uses as a cross-check only, and the timer functions found replaced.
+    synchronise the whole device; keep the outputs of the calls listed in ``keep``, or of every call
+    when ``keep`` is None (the timed batches: the judge names the calls it checks only after they
+    ran, so nothing in the cage can know which answers matter). ``gate``: every guard of grading (as
+    any isolated call); else the checked timed calls of :mod:`infralab.perf.checked`. ``profile``:
+    the batch runs under the CUDA profiler and the answer lists its kernels (the judge audits them).
+    Answers ``{"inner_s", "tampered"}``: the batch's time on the cage's own timer (CUDA events, or
+    ``time.perf_counter`` on a CPU), which the judge uses as a cross-check only, and the timer
+    functions found replaced.
 ``{"op": "perf_run", ..., "arm": seconds}``
     an armed batch: the calls are enqueued now, on the device, behind a wait on a pinned host flag
     (on a CPU: kept for later), and the answer ``{"armed": bool}`` comes before any of them ran, so
@@ -23,15 +27,22 @@ decides anything, it only runs what the judge asks and sends back what the judge
     the bench's spin kernel hides it. A batch not released within ``arm`` seconds is released
     here (a call that waits on the device, e.g. ``.item()``, would otherwise never return); the
     ``perf_go`` answer then says so and the judge stops arming.
+``{"op": "perf_run", ..., "arm": seconds, "graph": true}``
+    an armed batch of short calls: the calls are captured once in a CUDA graph (their Python, the
+    guards and checks run at the capture) and each such batch replays the graph behind the wait, one
+    launch for thousands of calls. The graph stays valid while the sets are rewritten in place; it is
+    captured again when a set was made anew or ``calls``/``start`` change. A call a graph cannot hold
+    answers ``{"armed": false, "graph_failed": reason}`` and the judge times plain armed batches.
 ``{"op": "perf_go"}``
     release the armed batch, synchronise the device; answers as ``perf_run`` (``inner_s``,
     ``tampered``) plus ``released_early`` and ``breakdown`` (where the release's time went, host
     seconds: reported in the record, deciding nothing). The judge's clock runs around this request only.
-``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to"}}``
-    the kept outputs, ``{call: outputs}``, as CPU tensors over the wire; then forgets them. An
-    output of more than ``whole_up_to`` elements comes back as ``{"shape", "values"}``: its
-    elements at ``count`` flat indices drawn from ``seed`` (:func:`workloads.sample_index`; the
-    judge draws the seed after the calls ran and regenerates the indices itself).
+``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to", "calls"}}``
+    the kept outputs of the calls the judge names (``calls``; all kept ones without it),
+    ``{call: outputs}``, copied and sent as CPU tensors; then forgets every kept output. An output
+    of more than ``whole_up_to`` elements comes back as ``{"shape", "values"}``: its elements at
+    ``count`` flat indices drawn from ``seed`` (:func:`workloads.sample_index`; the judge draws the
+    seed after the calls ran and regenerates the indices itself).
 
 Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads``, ``kernel_audit``
 and ``device_gate`` (the armed batches: :class:`infralab.perf.device_gate.Armed`); imported by the executor before any student code, and only with ``--gpu`` (the
@@ -65,6 +76,8 @@ class PerfOps:
         self.options: dict = {}
         self.device = "cpu"
         self.armed: device_gate.Armed | None = None
+        self.generation = 0  # bumped when a set is made anew (not rewritten in place): captured graphs go
+        self.graph: tuple | None = None  # (generation, calls, start), the graph, its kept outputs
 
     def handle(self, request: dict):
         op = request["op"]
@@ -96,15 +109,26 @@ class PerfOps:
         self.workload = workloads.WORKLOADS[str(r["workload"])]
         self.options = dict(r.get("options") or {})
         candidate = self._candidate(self.module)
-        self.sets, self.kept = [], {}
+        self.kept = {}
+        if r.get("poison"):
+            self.sets, self.graph = [], None
         if r.get("poison") and self.device == "cuda":
             self._sync()
             block = torch.empty(int(r.get("poison_bytes", 1 << 26)), dtype=torch.uint8, device="cuda")
             block.fill_(0xFF)  # NaN in every float dtype: outputs start from garbage, not zeros
             del block
         shape = {str(k): int(v) for k, v in dict(r["shape"]).items()}
-        self.sets = [self.workload.make_inputs(shape, str(r["dtype"]), self.options, int(s), self.device,
-                                               ragged=bool(r.get("ragged"))) for s in r["seeds"]]
+        previous, self.sets = self.sets, []
+        for i, seed in enumerate(r["seeds"]):
+            fresh = self.workload.make_inputs(shape, str(r["dtype"]), self.options, int(seed), self.device,
+                                              ragged=bool(r.get("ragged")))
+            self.sets.append(workloads.refill(previous[i], fresh) if i < len(previous) else fresh)
+            if self.sets[-1] is fresh:
+                self.generation += 1
+            del fresh
+        del previous
+        if self.graph is not None and self.graph[0][0] != self.generation:
+            self.graph = None
         self._sync()
         return {"sets": len(self.sets), "problem": candidate.problem}
 
@@ -112,7 +136,8 @@ class PerfOps:
         if not self.sets or self.workload is None:
             raise RuntimeError("perf_run before perf_prepare")  # kit bug, not a user message
         calls, start = int(r["calls"]), int(r["start"])
-        keep = {int(k) for k in r.get("keep", [])}
+        keep = range(calls) if r.get("keep") is None else {int(k) for k in r["keep"]}
+        self.kept = {}  # the last batch's outputs go before this one's are made
         view = _GateView(self.session, self.module) if r.get("gate") else self._candidate(self.module).timed
         wl, sets, opts, kept = self.workload, self.sets, self.options, {}
 
@@ -124,6 +149,8 @@ class PerfOps:
 
         answer: dict = {"tampered": []}
         if r.get("arm") and not r.get("profile") and not r.get("gate"):
+            if r.get("graph") and self.device == "cuda":
+                return self._arm_graph(batch, kept, (self.generation, calls, start), float(r["arm"]))
             return self._arm(batch, kept, float(r["arm"]))
         if r.get("profile"):
             kernels, launched = kernel_audit.profile_batch(batch)
@@ -131,8 +158,7 @@ class PerfOps:
             answer["launched"] = [str(n)[:300] for n in launched][:2000]
         else:
             answer["inner_s"] = self._inner_timed(batch)
-        self.kept = {i: tuple(torch.Tensor.clone(t) if isinstance(t, torch.Tensor) else t for t in out)
-                     for i, out in kept.items()}
+        self.kept = kept
         answer["tampered"] = checked.tampered()
         return answer
 
@@ -146,28 +172,47 @@ class PerfOps:
         self.armed_kept = kept
         return {"armed": True}
 
+    def _arm_graph(self, batch, kept: dict, key: tuple, release_s: float) -> dict:
+        gate = device_gate.gate_or_none(self.device)
+        if gate is None:
+            return {"armed": False}
+        if self.graph is None or self.graph[0] != key:
+            self.graph = None
+            try:
+                graph = device_gate.captured(batch)  # the calls' Python and checks run here, once
+            except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: plain armed batches
+                self._sync()
+                return {"armed": False, "graph_failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            self.graph = (key, graph, dict(kept))
+        _, graph, graph_kept = self.graph
+        self._sync()
+        self.armed = device_gate.Armed(gate, graph.replay, release_s)
+        self.armed_kept = graph_kept  # the graph's outputs, rewritten by every replay
+        return {"armed": True, "graph": True}
+
     def go(self) -> dict:
         if self.armed is None:
             raise RuntimeError("perf_go without an armed batch")  # kit bug, not a user message
         armed, self.armed = self.armed, None
         inner_s, early, breakdown = armed.go()
-        t0 = time.perf_counter()
-        self.kept = {i: tuple(torch.Tensor.clone(t) if isinstance(t, torch.Tensor) else t for t in out)
-                     for i, out in self.armed_kept.items()}
-        breakdown["keep_s"] = time.perf_counter() - t0
+        self.kept = self.armed_kept  # references: copied at the fetch, after the judge's clock stopped
         return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early,
                 "breakdown": {k: float(v) for k, v in breakdown.items()}}
 
     def fetch(self, sample: dict | None) -> dict:
-        """The kept outputs; those over ``sample["whole_up_to"]`` elements at the judge's indices."""
-        if not sample:
-            return self.kept
-        limit, out = int(sample["whole_up_to"]), {}
-        for call, outputs in self.kept.items():
+        """Copies of the kept outputs of the calls the judge names; those over ``sample["whole_up_to"]``
+        elements at the judge's indices."""
+        sample = sample or {}
+        named = sample.get("calls")
+        chosen = self.kept if named is None else {int(c): self.kept[int(c)] for c in named if int(c) in self.kept}
+        limit = int(sample.get("whole_up_to", -1))
+        out = {}
+        for call, outputs in chosen.items():
             out[call] = tuple(
-                {"shape": list(t.shape), "values": t.reshape(-1)[workloads.sample_index(
+                ({"shape": list(t.shape), "values": t.reshape(-1)[workloads.sample_index(
                     t.numel(), int(sample["seed"]), int(sample["count"])).to(t.device)]}
-                if isinstance(t, torch.Tensor) and t.numel() > limit else t for t in outputs)
+                 if 0 <= limit < t.numel() else torch.Tensor.clone(t)) if isinstance(t, torch.Tensor) else t
+                for t in outputs)
         return out
 
     def _inner_timed(self, batch) -> float:

@@ -29,11 +29,18 @@ this process (the judge) never imports it and decides everything:
    :data:`CANARY_MIN_FRACTION` of the profile's calibrated copy bandwidth.
    The cage's account of each release (``breakdown``: the flag, the sync, the kept outputs' copy,
    the gate's own latency) goes into the record's ``judge_clock.release_ms``; it decides nothing.
-4. **Outputs of timed batches.** Each timed batch keeps the outputs of one call drawn at random by
-   the judge; they come back and are checked, so a module that answers right in the gate and
-   differently when timed is caught. An output over :attr:`CagedPolicy.whole_output_elements`
-   elements comes back as :attr:`CagedPolicy.sample_elements` of its elements, at indices drawn from
-   a seed the judge picks after the calls ran (its shape is checked whole).
+4. **Outputs of timed batches, fresh inputs for every call.** Before each timed batch the cage
+   regenerates its input sets from new seeds the judge draws (written into the same tensors), one
+   set per call: no call of the batch sees inputs that an earlier call saw, so a module that caches
+   its answers (by address or by content) has nothing to reuse, and one keyed by address answers
+   stale values. The cage keeps every output of the batch; after the go, the judge draws
+   :attr:`CagedPolicy.checks_per_batch` of its calls, rebuilds their inputs from the seeds and
+   checks their outputs, so nothing in the cage knows which answers are checked while the calls
+   run. The sets and kept outputs of a batch fit in :attr:`CagedPolicy.device_memory_fraction` of
+   the device's free memory (at least :attr:`CagedPolicy.input_budget_bytes`), which caps the
+   batch's calls. An output over :attr:`CagedPolicy.whole_output_elements` elements comes back as
+   :attr:`CagedPolicy.sample_elements` of its elements, at indices drawn from a seed the judge picks
+   after the calls ran (its shape is checked whole).
 5. **Cross-check.** The executor also times each batch on its own timer (CUDA events; on a CPU
    ``time.perf_counter``). It decides nothing: when its median disagrees with the judge's by more
    than :data:`CLOCK_TOLERANCE_REL` of the judge's figure plus :data:`CLOCK_TOLERANCE_ABS_S`, the
@@ -89,10 +96,13 @@ class CagedPolicy:
     warmup_s: float = 0.2
     null_trips: int = 5  # empty batches timed to learn the round trip's own cost
     input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
-    max_input_sets: int = 256  # distinct sets a batch cycles through (built twice: in the cage and by the judge)
+    max_input_sets: int = 256  # the baseline's sets (the judge's); the candidate's: one per call, fresh per batch
+    checks_per_batch: int = 2  # calls of each timed batch whose outputs the judge checks, drawn after the go
+    device_memory_fraction: float = 0.4  # of the free device memory: the cage's sets and kept outputs of a batch
     armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
     armed_max_calls: int = 256  # calls of an armed batch: the launch queue must hold them all (H200: 1024
     # launches behind a closed gate blocked the host, 256 did not; benchmarks/probe_armed_batch.py)
+    graphs: bool = True  # calls too short for armed_max_calls to fill a batch: CUDA-graph replays (max_calls)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
@@ -104,9 +114,10 @@ class Bench(Protocol):
     def prepare(self, *, workload: str, shape: dict, dtype: str, options: dict, seeds: list[int], ragged: bool,
                 device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
 
-    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0) -> dict: ...
-    # arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
+    def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
+            arm: float = 0.0, graph: bool = False) -> dict: ...
+    # keep None: every output of the batch (the judge names the ones it checks at the fetch); graph: an
+    # armed batch replayed from a CUDA graph of the calls (captured once); arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
 
     def go(self) -> dict: ...
 
@@ -124,11 +135,11 @@ class RemoteBench:
         return self.target.ask(f"{self.module}: preparing inputs",
                                {"op": "perf_prepare", "module": self.module, **request}, slow=True)
 
-    def run(self, calls: int, start: int, keep: list[int], *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0) -> dict:
+    def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
+            arm: float = 0.0, graph: bool = False) -> dict:
         return self.target.ask(f"{self.module}: {calls} timed calls", {
-            "op": "perf_run", "calls": calls, "start": start, "keep": list(keep), "gate": gate, "profile": profile,
-            "arm": arm}, slow=gate or profile)
+            "op": "perf_run", "calls": calls, "start": start, "keep": None if keep is None else list(keep),
+            "gate": gate, "profile": profile, "arm": arm, "graph": graph}, slow=gate or profile or graph)
 
     def go(self) -> dict:
         return self.target.ask(f"{self.module}: armed calls", {"op": "perf_go"})
@@ -177,7 +188,8 @@ def caged_protections(triton: bool, device: str) -> list[str]:
            "correctness gate on fresh random inputs over NaN-poisoned memory, every guard of grading",
            "time on the judge's clock around synchronised batches; the cage's timer is a cross-check "
            f"(tolerance {CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms)",
-           "outputs of one call per timed batch, drawn by the judge, checked by the judge",
+           "fresh inputs for every timed call (the cage's sets regenerated before each batch, one per call)",
+           "outputs of calls of each timed batch drawn by the judge after the batch ran, checked by the judge",
            "baseline timed in the judge's process, interleaved",
            "timer functions in the cage compared with their snapshot",
            "timed calls: banned routines (op_guard)" + (", a Triton launch per call, only the submission's own "
@@ -195,25 +207,39 @@ def _on(value: Any, device: str) -> Any:
 
 
 def _nbytes(inputs: dict) -> int:
-    return sum(int(v.numel() * v.element_size()) for v in inputs.values() if hasattr(v, "numel"))
+    return _nbytes_of(list(inputs.values()))
 
 
 class _ArmingFailed(Exception):
     """The cage released an armed batch itself: this shape is timed again, unarmed."""
 
 
-class _Candidate:
-    """The remote candidate as a sampling runner: ``prime`` arms a batch (untimed), ``batch`` is the
-    timed request, ``settle`` checks it."""
+class _GraphFailed(Exception):
+    """The calls could not be captured in a CUDA graph: this shape is timed again with plain armed batches."""
 
-    def __init__(self, bench: Bench, wl: Workload, opts: dict, device: str, rng: random.Random,
-                 policy: CagedPolicy):
+
+def derived_seeds(batch_seed: int, n: int) -> list[int]:
+    """The seeds of a timed batch's ``n`` input sets, from the batch's seed (the record holds it)."""
+    derive = random.Random(batch_seed)
+    return [derive.randrange(2**31) for _ in range(n)]
+
+
+class _Candidate:
+    """The remote candidate as a sampling runner: ``refresh`` rewrites the cage's input sets (one per
+    call, from seeds drawn here), ``prime`` arms the batch (both untimed), ``batch`` is the timed
+    request, ``settle`` checks calls drawn after it ran."""
+
+    def __init__(self, bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, device: str,
+                 rng: random.Random, policy: CagedPolicy, seed: Callable[[], int]):
         self.bench, self.wl, self.opts, self.device, self.rng, self.policy = bench, wl, opts, device, rng, policy
+        self.shape, self.dtype, self.seed = shape, dtype, seed
         self.armed = policy.armed
+        self.graph = False  # armed batches replayed from a CUDA graph (short calls; see _sampled)
+        self.graph_ok = policy.graphs
         self.primed = False
         self.overhead_s = 0.0
-        self.sets: list[dict] = []
-        self.keep: list[int] = []
+        self.set_seeds: list[int] = []  # the seed of each of the cage's sets now
+        self.start = 0  # the first set of the batch (0 for a graph: its calls are fixed at the capture)
         self.answer: dict = {}
         self.clocks: list[tuple[float, float]] = []  # (judge s, cage s) per timed batch
         self.breakdowns: list[dict] = []  # the cage's account of each armed release (reported only)
@@ -223,16 +249,26 @@ class _Candidate:
     def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
         self.batch(1, i)
 
+    def refresh(self, calls: int, start: int) -> None:
+        """Fresh inputs for the next batch, one set per call (the sampler's step before every batch):
+        nothing a call sees was seen before. The batch's seed is recorded; its sets' seeds derive from it."""
+        if calls:
+            self.set_seeds = derived_seeds(self.seed(), calls)
+            self.bench.prepare(workload=self.wl.name, shape=dict(self.shape), dtype=self.dtype, options=self.opts,
+                               seeds=self.set_seeds, ragged=False, device=self.device, poison=False)
+
     def prime(self, calls: int, start: int) -> None:
-        self.keep = [self.rng.randrange(calls)] if calls else []
         self.primed = False
+        self.start = 0 if self.graph else start
         if self.armed:  # a cage that cannot arm (no Triton on its device) says so: unarmed from then on
-            self.primed = self.armed = bool(self.bench.run(calls, start, self.keep,
-                                                           arm=self.policy.arm_release_s).get("armed"))
+            answer = self.bench.run(calls, self.start, None, arm=self.policy.arm_release_s, graph=self.graph)
+            if answer.get("graph_failed"):
+                raise _GraphFailed(str(answer["graph_failed"]))
+            self.primed = self.armed = bool(answer.get("armed"))
 
     def batch(self, calls: int, start: int) -> None:
         if not self.primed:
-            self.answer = self.bench.run(calls, start, self.keep)
+            self.answer = self.bench.run(calls, self.start, None)
             return
         self.primed = False
         self.answer = self.bench.go()
@@ -249,14 +285,16 @@ class _Candidate:
             self.clocks.append((judge_s, float(self.answer["inner_s"])))
             if isinstance(self.answer.get("breakdown"), dict):
                 self.breakdowns.append(self.answer["breakdown"])
-        if not self.keep:
+        if not calls:
             return
-        sample = self.sample()
+        picks = sorted(self.rng.sample(range(calls), min(calls, self.policy.checks_per_batch)))
+        sample = {**self.sample(), "calls": picks}  # drawn now: the calls have run
         got = self.bench.fetch(sample)
-        for k in self.keep:
-            j = (start + k) % len(self.sets)
+        for k in picks:
+            seed = self.set_seeds[(self.start + k) % len(self.set_seeds)]
+            inputs = self.wl.make_inputs(dict(self.shape), self.dtype, self.opts, seed, self.device)  # the judge's own
             problem = "no output came back" if k not in got else \
-                check_outputs(self.wl, _on(got[k], self.device), self.sets[j], self.opts, sample)
+                check_outputs(self.wl, _on(got[k], self.device), inputs, self.opts, sample)
             self.rechecks.append(problem or "ok")
             if problem:
                 raise Rejected(tr("gpugrade.timed_output_wrong", call=k + 1, calls=calls, problem=problem))
@@ -273,6 +311,8 @@ class _Baseline:
         self.sets: list[dict] = []
         self.armed_batch: Any = None
         self.overhead_s = 0.0
+        self.graph = False  # replays of a CUDA graph of the calls, as the candidate's (only with a gate)
+        self.captured: Any = None  # (calls, the graph) for the current sets
 
     @property
     def armed(self) -> bool:
@@ -288,7 +328,14 @@ class _Baseline:
     def prime(self, calls: int, start: int) -> None:
         if self.gate is not None:
             self.sync()
-            self.armed_batch = device_gate.Armed(self.gate, lambda: self._run(calls, start), self.release_s)
+            if self.graph and calls:
+                if self.captured is None or self.captured[0] != calls:
+                    self.captured = None
+                    self.captured = (calls, device_gate.captured(lambda: self._run(calls, 0)))
+                run = self.captured[1].replay
+            else:
+                run = lambda: self._run(calls, start)  # noqa: E731
+            self.armed_batch = device_gate.Armed(self.gate, run, self.release_s)
 
     def batch(self, calls: int, start: int) -> None:
         armed, self.armed_batch = self.armed_batch, None
@@ -446,15 +493,17 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
 def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
            own_kernels, profile_batches, l2_bytes) -> dict[str, Any]:
     """The shape timed with armed batches; again unarmed if the cage had to release one itself."""
-    cand = _Candidate(bench, wl, opts, device, rng, policy)
+    cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
     try:
         return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng,
                         seed, own_kernels, profile_batches, l2_bytes, cand)
     except _ArmingFailed:
-        pass
-    entry["workload"].setdefault("notes", []).append(tr("gpugrade.arming_failed", seconds=policy.arm_release_s))
-    cand = _Candidate(bench, wl, opts, device, rng, policy)
-    cand.armed = False
+        note, armed = tr("gpugrade.arming_failed", seconds=policy.arm_release_s), False
+    except _GraphFailed as failed:
+        note, armed = tr("gpugrade.graph_failed", error=str(failed)), True
+    entry["workload"].setdefault("notes", []).append(note)
+    cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
+    cand.armed, cand.graph_ok = armed, False
     return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
                     own_kernels, profile_batches, l2_bytes, cand)
 
@@ -465,20 +514,27 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     gate = device_gate.gate_or_none(device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
 
-    def use_sets(n: int) -> None:
-        chosen = [seed() for _ in range(n)]
-        cand.sets = base.sets = []  # the judge's copies of the round before go first (device memory)
-        bench.prepare(workload=wl.name, shape=dict(shape), dtype=dtype, options=opts, seeds=chosen, ragged=False,
-                      device=device, poison=False)
-        cand.sets = base.sets = [wl.make_inputs(dict(shape), dtype, opts, s, device) for s in chosen]
+    def use_sets(n: int) -> None:  # the baseline's (the judge's own); the candidate's come fresh per batch
+        base.sets, base.captured = [], None  # the round before's go first (device memory)
+        base.sets = [wl.make_inputs(dict(shape), dtype, opts, seed(), device) for _ in range(n)]
 
     canary = _canary(device, profile, sync, gate, policy)
     use_sets(1)
-    set_bytes = max(1, _nbytes(cand.sets[0]))
+    cand.refresh(1, 0)  # the warm-up's set; the sampler refreshes before every batch after it
+    set_bytes = max(1, _nbytes(base.sets[0]))
+    call_bytes = set_bytes + _nbytes_of(base.fn(base.sets[0], opts))  # a call's inputs and outputs
     # the candidate's round trip (the pipe, armed or not) and an armed judge-side runner's (the gate)
     runners = {"candidate": cand, "baseline": base, **({"canary": canary} if canary is not None else {})}
-    calls = {name: _calls_for(_one_call(r, timer, clock, policy, trips=r is cand or r.armed), policy, r.armed)
-             for name, r in runners.items()}
+    one = {name: _one_call(r, timer, clock, policy, trips=r is cand or r.armed) for name, r in runners.items()}
+    calls = {name: _calls_for(one[name], policy, r.armed) for name, r in runners.items()}
+    if cand.armed and cand.graph_ok and calls["candidate"] >= policy.armed_max_calls and \
+            _calls_for(one["candidate"], policy) > policy.armed_max_calls:
+        # calls too short for 256 launches to fill a batch: both runners replay CUDA graphs, up to max_calls
+        cand.graph = True
+        base.graph = base.armed
+        calls.update({name: _calls_for(one[name], policy) for name in ("candidate", "baseline")
+                      if name == "candidate" or base.graph})
+    calls["candidate"] = max(1, min(calls["candidate"], _device_budget(device, policy) // call_bytes))
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
@@ -503,11 +559,25 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
         for k in timings:
             timings[k] += res.timings[k].samples
         stopped.append(res.stopped)
-    cand.sets = base.sets = []
+    base.sets = []
     if canary is not None:
         canary.sets = []
     return _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
                     set_bytes, base.armed, base.overhead_s)
+
+
+def _device_budget(device: str, policy: CagedPolicy) -> int:
+    """Bytes for the cage's input sets and kept outputs of one batch."""
+    if device != "cuda":
+        return policy.input_budget_bytes
+    import torch
+    return int(policy.device_memory_fraction * torch.cuda.mem_get_info()[0])
+
+
+def _nbytes_of(value: Any) -> int:
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes_of(v) for v in value)
+    return int(value.numel() * value.element_size()) if hasattr(value, "numel") else 0
 
 
 def _release_medians(breakdowns: list[dict]) -> dict[str, float]:
@@ -562,14 +632,15 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
     if flags and not v.flags:  # the cage's own findings: flagged for review, as every flag
         level, verdict, reason = "flagged", "reject", tr("gpugrade.flagged", flags="; ".join(flags))
     entry["workload"].update(warmup="until JIT/autotune done, >= 3 calls and 0.2 s", samples=len(cand_t.samples),
-                             calls_per_sample=calls, input_sets=n_sets, sampling_stopped=stopped)
+                             calls_per_sample=calls, input_sets={"baseline": n_sets, "candidate": "fresh per call"},
+                             sampling_stopped=stopped)
     entry["metrics"] = {
         "unit": unit, "achieved": float(f"{achieved:.5g}"), "baseline_achieved": float(f"{baseline_achieved:.5g}"),
         "ratio_to_baseline": round(ratio, 4),
         "fraction_of_ceiling": None if v.fraction_of_ceiling is None else round(v.fraction_of_ceiling, 4),
         "candidate": cand_t.summary(), "baseline": base_t.summary(),
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
-                        "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
+                        "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed, "graph": cand.graph,
                         "baseline_armed": base_armed, "baseline_round_trip_ms": round(base_overhead_s * 1e3, 4),
                         "release_ms": _release_medians(cand.breakdowns), "canary": canary,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},

@@ -138,6 +138,9 @@ def _timing_refs() -> dict[str, Any]:
             "torch.cuda.Event": torch.cuda.Event, "torch.cuda.current_stream": torch.cuda.current_stream}
     for attr in ("elapsed_time", "record", "synchronize", "query", "wait"):
         refs[f"torch.cuda.Event.{attr}"] = getattr(torch.cuda.Event, attr, None)
+    refs["torch.cuda.graph"] = getattr(torch.cuda, "graph", None)  # short calls' batches are graph replays
+    for attr in ("capture_begin", "capture_end", "replay"):
+        refs[f"torch.cuda.CUDAGraph.{attr}"] = getattr(getattr(torch.cuda, "CUDAGraph", None), attr, None)
     try:
         from torch.profiler import profile
         refs["torch.profiler.profile"] = profile

@@ -68,6 +68,19 @@ def gate_or_none(device: str) -> DeviceGate | None:
     return _GATE[0]
 
 
+def captured(run: Callable[[], None]):
+    """A CUDA graph of the launches ``run`` makes (nothing runs now): :class:`Armed` replays it behind
+    the gate as one launch, so a batch of thousands of short calls fits behind the gate (256 separate
+    launches are the most it holds). Raises when ``run`` does what a graph cannot hold (a call that
+    waits on the device or copies to the host)."""
+    graph = torch.cuda.CUDAGraph()
+    _synchronize()
+    with torch.cuda.graph(graph):
+        run()
+    _synchronize()
+    return graph
+
+
 class Armed:
     """One armed batch: ``run`` is enqueued now behind the gate; released by :meth:`go` or, after
     ``release_s``, by its own watchdog (then ``early``: a call that waits on the device, such as

@@ -82,6 +82,8 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
                        aside: Aside | None = None) -> SamplingResult:
     """Round-robin over the runners (the order rotates each round), one sample each per round.
 
+    A runner with a ``refresh(calls, start)`` method gets it before each of its batches (untimed):
+    the candidate's inputs are rewritten from new seeds, so no call sees inputs seen before.
     Stops when every runner has >= min_samples and a standard error under rel_se of its median,
     or at max_samples, or when the time cap is reached (after at least min_samples if the cap allows).
     ``aside = (name, round, fn)``: in that round, runner ``name``'s batch goes to ``fn(runner, calls,
@@ -96,6 +98,7 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
     while True:
         order = names[rounds % len(names):] + names[: rounds % len(names)]
         for n in order:
+            _refresh(runners[n], calls[n], rounds * calls[n])
             if pending is not None and pending[0] == n and pending[1] == rounds:
                 pending[2](runners[n], calls[n], rounds * calls[n])
                 pending = None
@@ -113,8 +116,16 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
                 res.notes.append(f"only {rounds} samples in the {policy.time_cap_s:g} s cap")
         if res is not None:
             if pending is not None:  # stopped before the chosen round: the aside batch runs now
+                _refresh(runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
                 pending[2](runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
             return res
+
+
+def _refresh(runner: Runner, calls: int, start: int) -> None:
+    """A runner's ``refresh(calls, start)``, where it has one: fresh inputs for the batch, untimed."""
+    refresh = getattr(runner, "refresh", None)
+    if refresh is not None:
+        refresh(calls, start)
 
 
 def wall_mismatch(event_s: float, wall_s: float) -> bool:

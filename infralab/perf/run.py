@@ -26,7 +26,7 @@ from infralab.perf.harness import (SamplingPolicy, Timer, Timing, calls_per_samp
                                    wall_mismatch, warm_up)
 from infralab.perf.profiles import Profile
 from infralab.perf.spec import METRICS, work_amounts
-from infralab.perf.workloads import WORKLOADS, Workload, sample_index
+from infralab.perf.workloads import WORKLOADS, Workload, refill, sample_index
 from infralab.testing import Mismatch, assert_close, assert_equal
 
 INPUT_SET_BUDGET_BYTES = 6 * 2**30
@@ -232,9 +232,30 @@ def _tamper_problem() -> str | None:
     return tr("perf.tampered", names=", ".join(names)) if names else None
 
 
+class FreshSets:
+    """The candidate's runner: call ``i`` on set ``i mod n`` (its outputs kept in ``last``), and before
+    each timed batch (the sampler's ``refresh``) the sets the batch will use rewritten in place from
+    new seeds, so that no call sees inputs an earlier call saw: a module that caches its answers has
+    nothing to reuse, and one keyed by the inputs' addresses answers stale values (the re-check sees them)."""
+
+    def __init__(self, wl: Workload, timed: Any, sets: list[dict], shape, dtype, opts, device, seeds: random.Random):
+        self.wl, self.timed, self.sets, self.opts, self.seeds = wl, timed, sets, opts, seeds
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.last: dict[int, Any] = {}
+
+    def refresh(self, calls: int, start: int) -> None:
+        for j in sorted({(start + i) % len(self.sets) for i in range(calls)}):
+            fresh = self.wl.make_inputs(self.shape, self.dtype, self.opts, self.seeds.randrange(2**31), self.device)
+            self.sets[j] = refill(self.sets[j], fresh)
+
+    def __call__(self, i: int) -> None:
+        self.last[i % len(self.sets)] = self.wl.call(self.timed, self.sets[i % len(self.sets)], self.opts)
+
+
 def protections(checked: CheckedCandidate | None) -> list[str]:
     """What guarded this measurement (recorded with the entry)."""
     out = ["correctness gate on fresh random inputs, outputs over NaN-poisoned memory",
+           "the candidate's inputs rewritten from new seeds before every timed batch, no set twice in a batch",
            "re-check of timed outputs each round", "host wall-clock cross-check of event time",
            "timer functions compared with their snapshot before and after"]
     if checked is not None:
@@ -256,6 +277,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
     del probe
     calls = {"candidate": calls_per_sample(one_cand, policy), "baseline": calls_per_sample(one_base, policy)}
     n_sets = max(2, min(max(calls.values()), INPUT_SET_BUDGET_BYTES // set_bytes))
+    calls["candidate"] = min(calls["candidate"], n_sets)  # no set twice in a batch (FreshSets)
 
     # 3. two rounds of interleaved sampling on fresh input sets, re-checking timed outputs
     timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
@@ -264,10 +286,8 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                              "max_samples": max(policy.max_samples // 2, 2), "time_cap_s": policy.time_cap_s / 2})
     for rnd in range(2):
         sets = _input_sets(wl, shape, dtype, opts, seed + 100 * (rnd + 1), n_sets, device)
-        last: dict[int, Any] = {}
-
-        def cand(i: int, sets=sets, last=last) -> None:
-            last[i % len(sets)] = wl.call(timed, sets[i % len(sets)], opts)
+        cand = FreshSets(wl, timed, sets, shape, dtype, opts, device, random.Random(seed + rnd))
+        last = cand.last
 
         def base(i: int, sets=sets) -> None:
             baseline_fn(sets[i % len(sets)], opts)

@@ -36,6 +36,27 @@ def sample_index(numel: int, seed: int, count: int):
     return torch.randint(numel, (count,), generator=torch.Generator().manual_seed(seed))
 
 
+def refill(old: Inputs, new: Inputs) -> Inputs:
+    """``new``'s values in ``old``'s tensors where every tensor matches in shape, dtype, strides and
+    device (the addresses stay, the contents change); else ``new``. Both timing routes rewrite the
+    candidate's input sets so before every timed batch: a module that caches its answers by its
+    inputs' addresses then answers stale values, which the output checks catch."""
+    torch = _torch()
+    same = old.keys() == new.keys() and all(
+        isinstance(o, torch.Tensor) == isinstance(n, torch.Tensor)
+        and (not isinstance(n, torch.Tensor) or (o.shape == n.shape and o.dtype == n.dtype and o.device == n.device
+                                                 and o.stride() == n.stride()))
+        for o, n in ((old[k], new[k]) for k in new))
+    if not same:
+        return new
+    for k, n in new.items():
+        if isinstance(n, torch.Tensor):
+            torch.Tensor.copy_(old[k], n)
+        else:
+            old[k] = n
+    return old
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str

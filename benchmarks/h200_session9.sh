@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Device calls of the ninth session (issues #12 and #16), each under the 600 s limit; every output under $OUT
+# (packed). Run from the repository root, as root (the cage).
+#   bash benchmarks/h200_session9.sh one   # grade --gpu: vector_add (fresh inputs per call, graph replays for
+#                                          # the small shape), the W4A16 sweep (K tiles of several groups),
+#                                          # grade --gpu of decode and paged decode (TF32 off), hostile vector_add
+#   bash benchmarks/h200_session9.sh two   # grade --gpu: rmsnorm, softmax, matmul, flash_attention; bench vector_add
+source benchmarks/h200_common.sh
+case "${1:-one}" in
+  one)
+    stamp "grade --gpu: vector_add"
+    OUT=$OUT TIMECAP=3 LIMIT=150 ONLY="vector_add" bash benchmarks/h200_grade_gpu.sh reference \
+      > "$LOGS/reference-va.txt" 2>&1
+    stamp "W4A16 sweep"
+    timeout 200 python3 benchmarks/tune_w4a16.py --out "$OUT/h200-w4a16-sweep.json" > "$LOGS/w4a16-sweep.txt" 2>&1
+    echo "sweep rc=$?" >> "$LOGS/w4a16-sweep.txt"
+    stamp "grade --gpu: paged decode, decode"
+    OUT=$OUT TIMECAP=3 LIMIT=120 DEADLINE=$((T0 + 430)) PAGED_ONLY=1 ONLY="decode_attention" \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-decode.txt" 2>&1
+    stamp "hostile vector_add samples"
+    hostile_vector_add "${HOSTILE_UNTIL:-500}" 3 60 ;;
+  two)
+    stamp "grade --gpu: rmsnorm, softmax, flash_attention, matmul"
+    OUT=$OUT TIMECAP=3 LIMIT=300 DEADLINE=$((T0 + 420)) ONLY="rmsnorm softmax flash_attention matmul" \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
+    stamp "bench: vector_add"
+    OUT=$OUT TIMECAP=3 ONLY="vector_add" bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1 ;;
+esac 2>&1 | tee "$LOGS/steps.txt"
+pack_logs
+exit 0
