@@ -13,11 +13,10 @@ only, the ``device_us`` column, which picks the winners):
 - ``cublas``: torch.matmul with the dequantised bf16 weight (the challenge's baseline);
 - ``previous``: the reference before the fast path (benchmarks/w4a16_previous.py: 0.575x / 0.469x /
   0.183x cuBLAS on the H200 of 2026-12-03), with its own split-K heuristic;
-- ``gemv fold kB split S`` (batch 1): the zero point folded out (``GEMV_FOLD_ZERO``) of
-  solutions/part05_quantization/w4a16.py, K tiles of ``GEMV_BLOCK_K`` = B (128: one group; 256 .. 1024:
-  several, with a scale per word), ``GEMV_SPLIT_K`` = S (earlier runs: dequant < fold, split 4 best at 128);
-- ``gemm swap`` / ``gemm plain`` (batch 16 and 128): ``GEMM_SWAP_AB_UP_TO_M`` on / off (batch 16: off,
-  the faster in earlier runs), at batch 16 with ``GEMM_SPLIT_K`` 4, 8 and 16, at 128 the heuristic.
+- ``gemv fold`` / ``gemv dequant`` (batch 1): ``GEMV_FOLD_ZERO`` True / False of
+  solutions/part05_quantization/w4a16.py, with ``GEMV_SPLIT_K`` 1, 2, 4 and 8 (fold) and 1 (dequant);
+- ``gemm swap`` / ``gemm plain`` (batch 16 and 128): ``GEMM_SWAP_AB_UP_TO_M`` on / off, at batch 16
+  with ``GEMM_SPLIT_K`` forced to 1, 2, 4 and 8 and left to the heuristic (``split auto``).
 
 The autotuner picks the tile for every row (the variant and the split are in its key). The end of
 the output names the fastest row of the fast path at each batch and the module settings that select
@@ -51,21 +50,19 @@ _spec = importlib.util.spec_from_file_location("w4a16_previous", ROOT / "benchma
 PREVIOUS = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(PREVIOUS)
 
-DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMV_BLOCK_K": 128,
-            "GEMM_SWAP_AB_UP_TO_M": W.GEMM_SWAP_AB_UP_TO_M, "GEMM_SPLIT_K": W.GEMM_SPLIT_K}
-# GEMV_SPLIT_K and GEMV_BLOCK_K: the GPU defaults (the interpreter's are 2 and 64)
+SPLITS = (1, 2, 4, 8, None)  # None: the heuristic
+DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMM_SWAP_AB_UP_TO_M": W.GEMM_SWAP_AB_UP_TO_M,
+            "GEMM_SPLIT_K": W.GEMM_SPLIT_K}  # GEMV_SPLIT_K: the GPU default (the interpreter's is 2)
 
 
 def variants(m: int) -> list[tuple[str, dict]]:
     """(name, module settings) of the fast path's rows at batch m."""
     if m == 1:
-        return [(f"gemv fold k{block_k} split {split}",
-                 {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split, "GEMV_BLOCK_K": block_k})
-                for block_k, splits in ((128, (2, 4, 8)), (256, (1, 2, 4)), (512, (1, 2, 4)), (1024, (1, 2)))
-                for split in splits]
+        folded = [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4, 8)]
+        return folded + [("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
     rows = []
-    for swap in ((False,) if m <= 16 else (True, False)):
-        for split in ((4, 8, 16) if m <= 16 else (None,)):
+    for swap in (True, False):
+        for split in (SPLITS if m <= 16 else (None,)):
             name = f"gemm {'swap' if swap else 'plain'} split {split or 'auto'}"
             rows.append((name, {"GEMM_SWAP_AB_UP_TO_M": m if swap else 0, "GEMM_SPLIT_K": split}))
     return rows

@@ -13,7 +13,7 @@ from infralab.perf.caged import CagedPolicy, clock_disagreement, derived_seeds, 
 from infralab.perf.kernel_audit import Kernel
 from infralab.perf.profiles import load_profiles
 from infralab.perf.spec import validate_challenge
-from infralab.perf.workloads import WORKLOADS
+from infralab.perf.workloads import WORKLOADS, call_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = load_profiles(ROOT / "hardware_profiles")["h200"]
@@ -51,10 +51,10 @@ class FakeBench:
 
     def __init__(self, module, clock: FakeClock, per_call=1e-3, trip=5e-3, cage_timer=lambda s: s, tampered=(),
                  kernels=None, alter_inputs=False, host_per_call=0.0, can_arm=True, release_early=False, go_extra=0.0,
-                 graph_failed=None):
+                 graph_failed=None, graph_blocks_over=None):
         self.module, self.clock, self.per_call, self.trip, self.go_extra = module, clock, per_call, trip, go_extra
         self.host_per_call, self.can_arm, self.release_early = host_per_call, can_arm, release_early
-        self.graph_failed = graph_failed
+        self.graph_failed, self.graph_blocks_over = graph_failed, graph_blocks_over
         self.armed = None
         self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
         self.seeds: list[int] = []
@@ -80,6 +80,7 @@ class FakeBench:
                 return {"armed": False, "graph_failed": self.graph_failed}
             self.clock.now += calls * self.host_per_call  # enqueued behind the wait: before the judge's clock
             self.armed = (calls, start, keep)
+            self.blocked = graph and self.graph_blocks_over is not None and calls > self.graph_blocks_over
             return {"armed": True}
         self._calls(calls, start, keep, max(self.per_call, self.host_per_call))
         if profile:
@@ -100,13 +101,14 @@ class FakeBench:
         self.clock.now += self.trip + (self.go_extra if calls else 0.0)  # the cage's handling after calls
         self._calls(calls, start, keep, self.per_call)
         return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered,
-                "released_early": self.release_early and calls > 0}
+                "released_early": (self.release_early or getattr(self, "blocked", False)) and calls > 0}
 
     def fetch(self, sample=None):
         self.fetched = sample
         kept, self.kept = self.kept, {}
         named = (sample or {}).get("calls")
-        return kept if named is None else {c: kept[c] for c in named if c in kept}
+        every = (sample or {}).get("every")  # the others come whole here: the judge's check is the same
+        return kept if named is None or every else {c: kept[c] for c in named if c in kept}
 
 
 @pytest.fixture
@@ -212,6 +214,8 @@ def test_the_cage_keeps_every_output_and_learns_the_checked_calls_only_after_the
     assert all(r["sets"] >= r["calls"] for r in timed)  # one fresh set per call: no inputs seen twice
     assert len(bench.fetched["calls"]) == SMALL.checks_per_batch
     assert len(e["metrics"]["rechecks"]) >= SMALL.checks_per_batch * e["workload"]["samples"]
+    calls = e["workload"]["calls_per_sample"]["candidate"]
+    assert e["metrics"]["calls_checked"] >= calls * e["workload"]["samples"] and bench.fetched["every"] > 0
     WrongOnEveryThirdTimedCall.calls = 0
     e = run(FakeBench(WrongOnEveryThirdTimedCall, clock), clock)
     assert e["decision"] == "reject" and "timed batch's output was wrong" in e["reason"]
@@ -395,7 +399,8 @@ def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_a_graph(eager_
     clock = FakeClock()
     eager_baseline(clock, per_call=1e-6)
     bench = FakeBench(Right, clock, per_call=1e-6, graph_failed=failure)
-    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 1000}))
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 4000,
+                                                "graph_max_calls": 1000}))
     assert e["decision"] == "accept", e["reason"]
     timed = [r for r in bench.requests if r["arm"] and r["calls"] > 1]
     calls = e["workload"]["calls_per_sample"]["candidate"]
@@ -406,6 +411,17 @@ def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_a_graph(eager_
         assert calls == 64 and e["metrics"]["judge_clock"]["graph"] is False
         assert any("CUDA graph" in note and "capturing" in note for note in e["workload"]["notes"])
         assert max(r["calls"] for r in bench.requests if r["arm"] and not r["graph"]) == 64
+
+
+def test_a_graph_whose_replay_blocked_the_host_is_timed_again_with_half_the_calls(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-6)
+    bench = FakeBench(Right, clock, per_call=1e-6, graph_blocks_over=600)
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 4000,
+                                                "graph_max_calls": 1000}))
+    assert e["decision"] == "accept", e["reason"]
+    assert e["workload"]["calls_per_sample"]["candidate"] == 500 and e["metrics"]["judge_clock"]["graph"] is True
+    assert any("1000 calls" in note and "half" in note for note in e["workload"]["notes"])
 
 
 def test_a_batch_the_cage_released_itself_is_timed_again_unarmed_with_a_note(eager_baseline):
@@ -450,6 +466,12 @@ def test_a_large_output_is_checked_at_indices_the_judge_draws_after_the_calls():
     ops.kept = {0: (right,)}
     whole = ops.fetch({**sample, "whole_up_to": 10_000})[0][0]  # small outputs come back whole, copied
     assert torch.equal(whole, right) and whole.data_ptr() != right.data_ptr()
+    ops.kept = {0: (right,), 1: (right,), 2: (wrong,)}  # every call of a batch: the others at 64 elements each
+    got = ops.fetch({**sample, "whole_up_to": 10_000, "calls": [0], "every": 64})
+    assert torch.equal(got[0][0], right) and got[1][0]["values"].numel() == 64
+    for call, ok in ((1, True), (2, False)):
+        drawn = {"seed": call_seed(sample["seed"], call), "count": 64}
+        assert (check_outputs(ADD, got[call], inputs, {}, drawn) is None) is ok
 
 
 def test_an_armed_batch_opens_its_gate_once_and_at_once_when_a_call_raises(monkeypatch):

@@ -36,6 +36,11 @@ MESSAGES = {
         "这些调用无法捕获进 CUDA graph（{error}）：改用每批最多 256 次调用的预排队批次计时，"
         "对很短的调用，隔离环境处理每批请求的时间占比更大",
     ),
+    "gpugrade.graph_blocked": (
+        "replaying a CUDA graph of {calls} calls behind the device-side wait blocked the host (released after "
+        "{seconds:g} s): timed again with graphs of half as many calls",
+        "在设备端等待之后重放含 {calls} 次调用的 CUDA graph 阻塞了主机（{seconds:g} 秒后被放行）：改用调用数减半的 graph 重新计时",
+    ),
     "gpugrade.device_busy": (
         "the judge's own device copy, interleaved with the baseline, read {gbps} GB/s, {fraction} of this profile's "
         "calibrated {copy} GB/s (at least {min} expected): something else ran on the GPU while the judge timed, "

@@ -37,12 +37,14 @@ decides anything, it only runs what the judge asks and sends back what the judge
     release the armed batch, synchronise the device; answers as ``perf_run`` (``inner_s``,
     ``tampered``) plus ``released_early`` and ``breakdown`` (where the release's time went, host
     seconds: reported in the record, deciding nothing). The judge's clock runs around this request only.
-``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to", "calls"}}``
+``{"op": "perf_fetch", "sample": {"seed", "count", "whole_up_to", "calls", "every"}}``
     the kept outputs of the calls the judge names (``calls``; all kept ones without it),
-    ``{call: outputs}``, copied and sent as CPU tensors; then forgets every kept output. An output
-    of more than ``whole_up_to`` elements comes back as ``{"shape", "values"}``: its elements at
-    ``count`` flat indices drawn from ``seed`` (:func:`workloads.sample_index`; the judge draws the
-    seed after the calls ran and regenerates the indices itself).
+    ``{call: outputs}``, copied and sent as CPU tensors; with ``every``, each other kept call's
+    outputs at ``every`` indices of their own (:func:`workloads.call_seed`): the judge checks every
+    call of a timed batch. Then forgets every kept output. An output of more than ``whole_up_to``
+    elements comes back as ``{"shape", "values"}``: its elements at ``count`` flat indices drawn
+    from ``seed`` (:func:`workloads.sample_index`; the judge draws the seed after the calls ran and
+    regenerates the indices itself).
 
 Copied into the executor's tree with :mod:`infralab.perf.checked`, ``workloads``, ``kernel_audit``
 and ``device_gate`` (the armed batches: :class:`infralab.perf.device_gate.Armed`); imported by the executor before any student code, and only with ``--gpu`` (the
@@ -200,19 +202,21 @@ class PerfOps:
                 "breakdown": {k: float(v) for k, v in breakdown.items()}}
 
     def fetch(self, sample: dict | None) -> dict:
-        """Copies of the kept outputs of the calls the judge names; those over ``sample["whole_up_to"]``
-        elements at the judge's indices."""
+        """Copies of the kept outputs of the calls the judge names, those over ``sample["whole_up_to"]``
+        elements at the judge's indices; with ``sample["every"]``, every other kept call's outputs at
+        that many indices of their own (:func:`workloads.call_seed`)."""
         sample = sample or {}
         named = sample.get("calls")
-        chosen = self.kept if named is None else {int(c): self.kept[int(c)] for c in named if int(c) in self.kept}
-        limit = int(sample.get("whole_up_to", -1))
+        every = int(sample.get("every") or 0)
         out = {}
-        for call, outputs in chosen.items():
-            out[call] = tuple(
-                ({"shape": list(t.shape), "values": t.reshape(-1)[workloads.sample_index(
-                    t.numel(), int(sample["seed"]), int(sample["count"])).to(t.device)]}
-                 if 0 <= limit < t.numel() else torch.Tensor.clone(t)) if isinstance(t, torch.Tensor) else t
-                for t in outputs)
+        for call, outputs in self.kept.items():
+            if named is None or call in named:
+                limit, seed, count = int(sample.get("whole_up_to", -1)), sample.get("seed"), sample.get("count")
+            elif every:
+                limit, seed, count = every, workloads.call_seed(int(sample["seed"]), call), every
+            else:
+                continue
+            out[call] = tuple(_copy_or_sample(t, limit, seed, count) for t in outputs)
         return out
 
     def _inner_timed(self, batch) -> float:
@@ -228,6 +232,17 @@ class PerfOps:
         t0 = time.perf_counter()
         batch()
         return float(time.perf_counter() - t0)
+
+
+def _copy_or_sample(t, limit: int, seed, count):
+    """A copy of an output, or of ``count`` of its elements at the indices ``seed`` draws when it has
+    more than ``limit`` (``limit`` < 0: always whole)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if 0 <= limit < t.numel():
+        index = workloads.sample_index(t.numel(), int(seed), int(count)).to(t.device)
+        return {"shape": list(t.shape), "values": t.reshape(-1)[index]}
+    return torch.Tensor.clone(t)
 
 
 class _GateView:

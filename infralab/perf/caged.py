@@ -76,7 +76,7 @@ from infralab.perf.profiles import Profile
 from infralab.perf.run import (INPUT_SET_BUDGET_BYTES, Rejected, check_outputs, entry_head, first_line,
                                rejected_entry)
 from infralab.perf.spec import METRICS, work_amount
-from infralab.perf.workloads import WORKLOADS, Workload
+from infralab.perf.workloads import WORKLOADS, Workload, call_seed
 
 CLOCK_TOLERANCE_REL = 0.10  # the cage's timer may differ from the judge's clock by 10% ...
 CLOCK_TOLERANCE_ABS_S = 2e-3  # ... plus 2 ms per batch (the start of a batch, the pipe) before it flags
@@ -97,12 +97,15 @@ class CagedPolicy:
     null_trips: int = 5  # empty batches timed to learn the round trip's own cost
     input_budget_bytes: int = INPUT_SET_BUDGET_BYTES
     max_input_sets: int = 256  # the baseline's sets (the judge's); the candidate's: one per call, fresh per batch
-    checks_per_batch: int = 2  # calls of each timed batch whose outputs the judge checks, drawn after the go
+    checks_per_batch: int = 2  # calls of each timed batch whose outputs the judge checks whole, drawn after the go
+    every_call_elements: int = 256  # ... and every other call's outputs at this many elements drawn after the go
     device_memory_fraction: float = 0.4  # of the free device memory: the cage's sets and kept outputs of a batch
     armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
     armed_max_calls: int = 256  # calls of an armed batch: the launch queue must hold them all (H200: 1024
     # launches behind a closed gate blocked the host, 256 did not; benchmarks/probe_armed_batch.py)
-    graphs: bool = True  # calls too short for armed_max_calls to fill a batch: CUDA-graph replays (max_calls)
+    graphs: bool = True  # calls too short for armed_max_calls to fill a batch: CUDA-graph replays ...
+    graph_max_calls: int = 2048  # ... of at most this many calls (halved when a replay blocks the host behind the
+    # gate: the H200 held a graph of 1,781 Triton calls, a 4,096-call graph of torch adds was released early)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
@@ -218,6 +221,11 @@ class _GraphFailed(Exception):
     """The calls could not be captured in a CUDA graph: this shape is timed again with plain armed batches."""
 
 
+class _GraphBlocked(Exception):
+    """A graph's replay blocked the host behind the gate (the watchdog released it): timed again with
+    graphs of half as many calls."""
+
+
 def derived_seeds(batch_seed: int, n: int) -> list[int]:
     """The seeds of a timed batch's ``n`` input sets, from the batch's seed (the record holds it)."""
     derive = random.Random(batch_seed)
@@ -244,7 +252,8 @@ class _Candidate:
         self.clocks: list[tuple[float, float]] = []  # (judge s, cage s) per timed batch
         self.breakdowns: list[dict] = []  # the cage's account of each armed release (reported only)
         self.tampered: set[str] = set()
-        self.rechecks: list[str] = []
+        self.rechecks: list[str] = []  # the whole checks of drawn calls
+        self.calls_checked = 0  # timed calls whose outputs the judge checked (every call of every batch)
 
     def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
         self.batch(1, i)
@@ -273,7 +282,7 @@ class _Candidate:
         self.primed = False
         self.answer = self.bench.go()
         if self.answer.get("released_early"):
-            raise _ArmingFailed
+            raise _GraphBlocked if self.graph else _ArmingFailed
 
     def sample(self) -> dict:
         return {"seed": self.rng.randrange(2**31), "count": self.policy.sample_elements,
@@ -288,16 +297,21 @@ class _Candidate:
         if not calls:
             return
         picks = sorted(self.rng.sample(range(calls), min(calls, self.policy.checks_per_batch)))
-        sample = {**self.sample(), "calls": picks}  # drawn now: the calls have run
+        every = self.policy.every_call_elements
+        sample = {**self.sample(), "calls": picks, "every": every}  # drawn now: the calls have run
         got = self.bench.fetch(sample)
-        for k in picks:
+        for k in range(calls):  # every call, the picks whole (or sampled if large), the others at `every` elements
             seed = self.set_seeds[(self.start + k) % len(self.set_seeds)]
             inputs = self.wl.make_inputs(dict(self.shape), self.dtype, self.opts, seed, self.device)  # the judge's own
+            drawn = sample if k in picks else {"seed": call_seed(sample["seed"], k), "count": every}
             problem = "no output came back" if k not in got else \
-                check_outputs(self.wl, _on(got[k], self.device), inputs, self.opts, sample)
-            self.rechecks.append(problem or "ok")
+                check_outputs(self.wl, _on(got[k], self.device), inputs, self.opts, drawn)
+            if k in picks:
+                self.rechecks.append(problem or "ok")
             if problem:
                 raise Rejected(tr("gpugrade.timed_output_wrong", call=k + 1, calls=calls, problem=problem))
+            del inputs
+        self.calls_checked += calls
 
 
 class _Baseline:
@@ -343,8 +357,10 @@ class _Baseline:
             self._run(calls, start)
             self.sync()
             return
-        if armed.go()[1]:  # the judge's own library call waited on the device: unarmed from now on
-            self.gate = None
+        if armed.go()[1]:  # released by the watchdog
+            if self.graph:  # the graph's launch blocked the host behind the gate: smaller graphs
+                raise _GraphBlocked
+            self.gate = None  # the judge's own library call waited on the device: unarmed from now on
 
     def settle(self, calls: int, start: int, judge_s: float) -> None:
         pass
@@ -492,24 +508,31 @@ def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, devic
 
 def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
            own_kernels, profile_batches, l2_bytes) -> dict[str, Any]:
-    """The shape timed with armed batches; again unarmed if the cage had to release one itself."""
+    """The shape timed with armed batches (CUDA-graph replays for short calls); again with smaller
+    graphs if a replay blocked the host, with plain armed batches if the calls cannot be captured,
+    unarmed if the cage had to release a plain batch itself."""
+    armed, graph_cap = policy.armed, policy.graph_max_calls if policy.graphs else 0
+    for _ in range(4):
+        cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
+        cand.armed, cand.graph_ok = armed, graph_cap > policy.armed_max_calls
+        try:
+            return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy,
+                            rng, seed, own_kernels, profile_batches, l2_bytes, cand, graph_cap)
+        except _ArmingFailed:
+            note, armed, graph_cap = tr("gpugrade.arming_failed", seconds=policy.arm_release_s), False, 0
+        except _GraphFailed as failed:
+            note, graph_cap = tr("gpugrade.graph_failed", error=str(failed)), 0
+        except _GraphBlocked:
+            note, graph_cap = tr("gpugrade.graph_blocked", calls=graph_cap, seconds=policy.arm_release_s), graph_cap // 2
+        entry["workload"].setdefault("notes", []).append(note)
     cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
-    try:
-        return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng,
-                        seed, own_kernels, profile_batches, l2_bytes, cand)
-    except _ArmingFailed:
-        note, armed = tr("gpugrade.arming_failed", seconds=policy.arm_release_s), False
-    except _GraphFailed as failed:
-        note, armed = tr("gpugrade.graph_failed", error=str(failed)), True
-    entry["workload"].setdefault("notes", []).append(note)
-    cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
-    cand.armed, cand.graph_ok = armed, False
+    cand.armed, cand.graph_ok = False, False
     return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
-                    own_kernels, profile_batches, l2_bytes, cand)
+                    own_kernels, profile_batches, l2_bytes, cand, 0)
 
 
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
-             own_kernels, profile_batches, l2_bytes, cand) -> dict[str, Any]:
+             own_kernels, profile_batches, l2_bytes, cand, graph_cap: int) -> dict[str, Any]:
     timer = JudgeClock(clock)
     gate = device_gate.gate_or_none(device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
@@ -532,7 +555,7 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
         # calls too short for 256 launches to fill a batch: both runners replay CUDA graphs, up to max_calls
         cand.graph = True
         base.graph = base.armed
-        calls.update({name: _calls_for(one[name], policy) for name in ("candidate", "baseline")
+        calls.update({name: min(graph_cap, _calls_for(one[name], policy)) for name in ("candidate", "baseline")
                       if name == "candidate" or base.graph})
     calls["candidate"] = max(1, min(calls["candidate"], _device_budget(device, policy) // call_bytes))
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
@@ -645,7 +668,7 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
                         "release_ms": _release_medians(cand.breakdowns), "canary": canary,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
         "pass_at": v.pass_at.get("text"), "challenge_at": v.challenge_at and v.challenge_at.get("text"),
-        "rechecks": cand.rechecks,
+        "rechecks": cand.rechecks, "calls_checked": cand.calls_checked,
     }
     if audits:
         entry["evidence"] = {**entry["evidence"], "profiled_batches": audits}

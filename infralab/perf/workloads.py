@@ -36,6 +36,11 @@ def sample_index(numel: int, seed: int, count: int):
     return torch.randint(numel, (count,), generator=torch.Generator().manual_seed(seed))
 
 
+def call_seed(seed: int, call: int) -> int:
+    """The index seed of call ``call``'s output among the checks of a whole batch (both sides of the cage)."""
+    return (seed * 1_000_003 + call) % 2**31
+
+
 def refill(old: Inputs, new: Inputs) -> Inputs:
     """``new``'s values in ``old``'s tensors where every tensor matches in shape, dtype, strides and
     device (the addresses stay, the contents change); else ``new``. Both timing routes rewrite the

@@ -163,12 +163,6 @@ rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2, 
 splits, so that the CPU tests take the split path. 4: the fastest on the H200 (34.3 us at N = K = 8192 against
 51.5 us unsplit; benchmarks/results/h200-session7/h200-w4a16-tune.json)."""
 
-GEMV_BLOCK_K = 64 if INTERPRETED else 128
-"""Batch 1 on the fast path: the K tile (a power of two, halved where it does not divide K). Up to the
-group, one scale and zero point per row and tile; longer tiles (several groups) read longer runs of each
-row with one scale and zero point per row and word. benchmarks/tune_w4a16.py times 128 .. 1024; the
-interpreter's 64 runs both branches in the CPU tests (groups of 32 and of 64 and more)."""
-
 GEMM_SWAP_AB_UP_TO_M = 0
 """Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
 operand, which Hopper's wgmma can take from registers, and a batch of 16 fills the narrow side);
@@ -197,26 +191,9 @@ def _fast_gemv_configs() -> list[triton.Config]:
         return [triton.Config({"BLOCK_N": 16, "STAGES": 1}, num_warps=1)]
     # (BLOCK_N, warps, STAGES): a warp covers 8 rows of a 64-byte tile per pass, so BLOCK_N / (8 warps) rows
     # per thread share each activation load: sm_90 SASS of the loop, 11.9 / 9.1 / 8.0 instructions per
-    # byte at 2 / 4 / 8 rows per thread (benchmarks/sass_w4a16.py); fewer programs, though (GEMV_SPLIT_K).
-    # Shallower pipelines and more warps for the longer K tiles of GEMV_BLOCK_K.
+    # byte at 2 / 4 / 8 rows per thread (benchmarks/sass_w4a16.py); fewer programs, though (GEMV_SPLIT_K)
     tiles = [(8, 1, 8), (16, 1, 6), (32, 1, 6), (32, 1, 8), (32, 2, 6), (64, 1, 6), (64, 2, 6), (64, 4, 6)]
-    long_tiles = [(8, 1, 3), (16, 1, 4), (16, 2, 3), (16, 2, 4), (32, 4, 3), (16, 4, 2)]
-    return [triton.Config({"BLOCK_N": bn, "STAGES": stages, "LONG": long}, num_warps=warps)
-            for long, group in ((False, tiles), (True, long_tiles)) for bn, warps, stages in group]
-
-
-def _tiles_for_block_k(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    """The configs made for the K tile (``LONG``: tiles of 256 and more, shallower pipelines)."""
-    long = kwargs.get("BLOCK_K", 0) >= 256
-    return [c for c in configs if c.kwargs.get("LONG", long) == long] or configs
-
-
-def _gemv_block_k(K: int) -> int:
-    """The batch-1 K tile: GEMV_BLOCK_K, halved until it divides K (a tile of one group always does)."""
-    block = max(32, GEMV_BLOCK_K)
-    while K % block:
-        block //= 2
-    return block
+    return [triton.Config({"BLOCK_N": bn, "STAGES": stages}, num_warps=warps) for bn, warps, stages in tiles]
 
 
 def _fast_gemm_configs() -> list[triton.Config]:
@@ -299,21 +276,17 @@ def _dequantized_halves(packed, scale, zero, float_16):
     return lo * scale[:, None] + offset, hi * scale[:, None] + offset
 
 
-@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K", "BLOCK_K"],
-                 prune_configs_by={"early_config_prune": _tiles_for_block_k})
+@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K"])
 @triton.jit
 def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
                             stride_wn, stride_wq, stride_sn, stride_sg, stride_zn, stride_zg, stride_os, stride_on,
-                            SPLIT_K, float_16, GROUP: tl.constexpr, FOLD_ZERO: tl.constexpr,
-                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                            LONG: tl.constexpr = False):
+                            SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr, FOLD_ZERO: tl.constexpr,
+                            BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """Batch 1, program (pid, split) for BLOCK_N rows over its share of K (all of it when SPLIT_K is 1).
     The packed weight is read as 32-bit words (w_ptr: qweight viewed as int32, eight codes per word):
     nibble i of word q times x[k0 + 8q + i], accumulated in fp32 (BLOCK_N, BLOCK_K / 8) registers and
     reduced once at the end. The loop's own num_stages makes Triton prefetch the words (cp.async; the
-    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight.
-    A K tile inside one group takes one scale and zero point per row; a tile of several groups one per
-    row and word (always with the zero point folded out)."""
+    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight."""
     WORDS: tl.constexpr = BLOCK_K // 8
     split = tl.program_id(1)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -326,33 +299,22 @@ def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
     for t in tl.range(t_begin, t_end, num_stages=STAGES):
         k0 = t * BLOCK_K
         words = tl.load(w_rows + (k0 // 8 + offs_q)[None, :] * stride_wq, mask=in_n[:, None], other=0)
+        scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
+                                      stride_sn, stride_sg, stride_zn, stride_zg)
+        offset = (-_biased_zero(zero) * scale)[:, None]
         products = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
         x_sums = tl.zeros((WORDS,), dtype=tl.float32)
-        if BLOCK_K > GROUP:  # several groups: the scale and zero point of each row and word
-            group = ((k0 + 8 * offs_q) // GROUP)[None, :]
-            scale = tl.load(scale_ptr + offs_n[:, None] * stride_sn + group * stride_sg, mask=in_n[:, None],
-                            other=0.0).to(tl.float32)
-            zero = tl.load(zero_ptr + offs_n[:, None] * stride_zn + group * stride_zg, mask=in_n[:, None], other=0)
-            for i in tl.static_range(8):
-                x_i = tl.load(x_ptr + (k0 + 8 * offs_q + i) * stride_xk).to(tl.float32)
-                products += _biased_nibble(words, i, float_16) * x_i[None, :]
+        for i in tl.static_range(8):
+            x_i = tl.load(x_ptr + (k0 + 8 * offs_q + i) * stride_xk).to(tl.float32)
+            code = _biased_nibble(words, i, float_16)
+            if FOLD_ZERO:  # sum (16 + code) x now; s * (16 + zero) * sum x subtracted per row
+                products += code * x_i[None, :]
                 x_sums += x_i
-            acc2 += scale * (products - _biased_zero(zero) * x_sums[None, :])
-        else:
-            scale, zero = _row_scale_zero(scale_ptr, zero_ptr, offs_n, in_n, k0, GROUP,
-                                          stride_sn, stride_sg, stride_zn, stride_zg)
-            offset = (-_biased_zero(zero) * scale)[:, None]
-            for i in tl.static_range(8):
-                x_i = tl.load(x_ptr + (k0 + 8 * offs_q + i) * stride_xk).to(tl.float32)
-                code = _biased_nibble(words, i, float_16)
-                if FOLD_ZERO:  # sum (16 + code) x now; s * (16 + zero) * sum x subtracted per row
-                    products += code * x_i[None, :]
-                    x_sums += x_i
-                else:  # the dequantised weight (code - zero) * s times x
-                    acc2 += (code * scale[:, None] + offset) * x_i[None, :]
-            if FOLD_ZERO:
-                acc2 += scale[:, None] * products
-                zero_terms += scale * _biased_zero(zero) * tl.sum(x_sums, axis=0)
+            else:  # the dequantised weight (code - zero) * s times x
+                acc2 += (code * scale[:, None] + offset) * x_i[None, :]
+        if FOLD_ZERO:
+            acc2 += scale[:, None] * products
+            zero_terms += scale * _biased_zero(zero) * tl.sum(x_sums, axis=0)
     acc = tl.sum(acc2, axis=1) - zero_terms
     tl.store(out_ptr + split * stride_os + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
 
@@ -457,8 +419,8 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
         words = _as_words(qweight)
         _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
             x, words, scales, zeros, target, N, K, x.stride(1), words.stride(0), words.stride(1), *strides[2:],
-            stride_split, target.stride(-1), split, FLOAT_16, GROUP=group_size, FOLD_ZERO=GEMV_FOLD_ZERO,
-            BLOCK_K=_gemv_block_k(K))
+            stride_split, target.stride(-1), split, FLOAT_16,
+            GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256), FOLD_ZERO=GEMV_FOLD_ZERO)
     elif fast:
         _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
                                               split)](
