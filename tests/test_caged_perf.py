@@ -69,7 +69,7 @@ class FakeBench:
             self.sets = [{k: torch.ones_like(v) for k, v in s.items()} for s in self.sets]
         return {"sets": len(self.sets), "problem": None}
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=False):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0):
         self.requests.append({"calls": calls, "gate": gate, "profile": profile, "arm": arm, "keep": keep,
                               "sets": len(self.sets), "graph": graph, "start": start})
         self.clock.now += self.trip
@@ -80,7 +80,7 @@ class FakeBench:
                 return {"armed": False, "graph_failed": self.graph_failed}
             self.clock.now += calls * self.host_per_call  # enqueued behind the wait: before the judge's clock
             self.armed = (calls, start, keep)
-            self.blocked = graph and self.graph_blocks_over is not None and calls > self.graph_blocks_over
+            self.blocked = bool(graph) and self.graph_blocks_over is not None and graph > self.graph_blocks_over
             return {"armed": True}
         self._calls(calls, start, keep, max(self.per_call, self.host_per_call))
         if profile:
@@ -264,7 +264,7 @@ def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_ba
 class BannedWhenTimed(FakeBench):
     """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=False):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0):
         if calls and not gate:
             raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
         return super().run(calls, start, keep, gate=gate, profile=profile, arm=arm, graph=graph)
@@ -393,35 +393,37 @@ def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline)
 
 
 @pytest.mark.parametrize("failure", [None, "RuntimeError: operation not permitted when stream is capturing"])
-def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_a_graph(eager_baseline, failure):
-    """Past the launch queue's 64 here, the batch is a CUDA graph of all its calls (one launch, the
-    same calls and sets every time: start 0); a call a graph cannot hold: plain armed batches, a note."""
+def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_graphs(eager_baseline, failure):
+    """Past the launch queue's 64 here, the batch is replayed from CUDA graphs of graph_calls calls
+    each (the same calls and sets every time: start 0), up to max_calls; a call a graph cannot hold:
+    plain armed batches, a note."""
     clock = FakeClock()
     eager_baseline(clock, per_call=1e-6)
     bench = FakeBench(Right, clock, per_call=1e-6, graph_failed=failure)
-    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 4000,
-                                                "graph_max_calls": 1000}))
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 2000,
+                                                "graph_calls": 500}))
     assert e["decision"] == "accept", e["reason"]
     timed = [r for r in bench.requests if r["arm"] and r["calls"] > 1]
     calls = e["workload"]["calls_per_sample"]["candidate"]
     if failure is None:
-        assert calls == 1000 and e["metrics"]["judge_clock"]["graph"] is True
-        assert all(r["graph"] and r["start"] == 0 and r["calls"] == 1000 for r in timed)
+        assert calls == 2000 and e["metrics"]["judge_clock"]["graph_calls"] == 500
+        assert all(r["graph"] == 500 and r["start"] == 0 and r["calls"] == 2000 for r in timed)
     else:
-        assert calls == 64 and e["metrics"]["judge_clock"]["graph"] is False
+        assert calls == 64 and e["metrics"]["judge_clock"]["graph_calls"] == 0
         assert any("CUDA graph" in note and "capturing" in note for note in e["workload"]["notes"])
         assert max(r["calls"] for r in bench.requests if r["arm"] and not r["graph"]) == 64
 
 
-def test_a_graph_whose_replay_blocked_the_host_is_timed_again_with_half_the_calls(eager_baseline):
+def test_graphs_whose_replay_blocked_the_host_are_captured_again_with_half_the_calls(eager_baseline):
     clock = FakeClock()
     eager_baseline(clock, per_call=1e-6)
-    bench = FakeBench(Right, clock, per_call=1e-6, graph_blocks_over=600)
-    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 4000,
-                                                "graph_max_calls": 1000}))
+    bench = FakeBench(Right, clock, per_call=1e-6, graph_blocks_over=300)
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 2000,
+                                                "graph_calls": 1000}))
     assert e["decision"] == "accept", e["reason"]
-    assert e["workload"]["calls_per_sample"]["candidate"] == 500 and e["metrics"]["judge_clock"]["graph"] is True
-    assert any("1000 calls" in note and "half" in note for note in e["workload"]["notes"])
+    assert e["workload"]["calls_per_sample"]["candidate"] == 2000 and e["metrics"]["judge_clock"]["graph_calls"] == 250
+    notes = e["workload"]["notes"]
+    assert [n for n in notes if "half" in n] and any("1000 calls" in n for n in notes) and any("500 calls" in n for n in notes)
 
 
 def test_a_batch_the_cage_released_itself_is_timed_again_unarmed_with_a_note(eager_baseline):

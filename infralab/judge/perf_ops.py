@@ -27,12 +27,13 @@ decides anything, it only runs what the judge asks and sends back what the judge
     the bench's spin kernel hides it. A batch not released within ``arm`` seconds is released
     here (a call that waits on the device, e.g. ``.item()``, would otherwise never return); the
     ``perf_go`` answer then says so and the judge stops arming.
-``{"op": "perf_run", ..., "arm": seconds, "graph": true}``
-    an armed batch of short calls: the calls are captured once in a CUDA graph (their Python, the
-    guards and checks run at the capture) and each such batch replays the graph behind the wait, one
-    launch for thousands of calls. The graph stays valid while the sets are rewritten in place; it is
-    captured again when a set was made anew or ``calls``/``start`` change. A call a graph cannot hold
-    answers ``{"armed": false, "graph_failed": reason}`` and the judge times plain armed batches.
+``{"op": "perf_run", ..., "arm": seconds, "graph": chunk}``
+    an armed batch of short calls: the calls are captured once in CUDA graphs of at most ``chunk``
+    calls each (their Python, the guards and checks run at the capture) and each such batch replays
+    the graphs behind the wait, a few launches for thousands of calls. The graphs stay valid while
+    the sets are rewritten in place; they are captured again when a set was made anew or
+    ``calls``/``start``/``chunk`` change. A call a graph cannot hold answers
+    ``{"armed": false, "graph_failed": reason}`` and the judge times plain armed batches.
 ``{"op": "perf_go"}``
     release the armed batch, synchronise the device; answers as ``perf_run`` (``inner_s``,
     ``tampered``) plus ``released_early`` and ``breakdown`` (where the release's time went, host
@@ -79,7 +80,7 @@ class PerfOps:
         self.device = "cpu"
         self.armed: device_gate.Armed | None = None
         self.generation = 0  # bumped when a set is made anew (not rewritten in place): captured graphs go
-        self.graph: tuple | None = None  # (generation, calls, start), the graph, its kept outputs
+        self.graph: tuple | None = None  # (generation, calls, start, chunk), the graphs, their kept outputs
 
     def handle(self, request: dict):
         op = request["op"]
@@ -116,11 +117,12 @@ class PerfOps:
             self.sets, self.graph = [], None
         if r.get("poison") and self.device == "cuda":
             self._sync()
+            torch.cuda.empty_cache()  # the previous shape's memory back to the device first
             block = torch.empty(int(r.get("poison_bytes", 1 << 26)), dtype=torch.uint8, device="cuda")
             block.fill_(0xFF)  # NaN in every float dtype: outputs start from garbage, not zeros
             del block
         shape = {str(k): int(v) for k, v in dict(r["shape"]).items()}
-        previous, self.sets = self.sets, []
+        previous, self.sets, generation = self.sets, [], self.generation
         for i, seed in enumerate(r["seeds"]):
             fresh = self.workload.make_inputs(shape, str(r["dtype"]), self.options, int(seed), self.device,
                                               ragged=bool(r.get("ragged")))
@@ -131,6 +133,8 @@ class PerfOps:
         del previous
         if self.graph is not None and self.graph[0][0] != self.generation:
             self.graph = None
+        if self.device == "cuda" and generation != self.generation:
+            torch.cuda.empty_cache()  # sets of another shape went: the judge sizes batches by the free memory
         self._sync()
         return {"sets": len(self.sets), "problem": candidate.problem}
 
@@ -143,16 +147,20 @@ class PerfOps:
         view = _GateView(self.session, self.module) if r.get("gate") else self._candidate(self.module).timed
         wl, sets, opts, kept = self.workload, self.sets, self.options, {}
 
+        def one(i: int) -> None:
+            out = wl.call(view, sets[(start + i) % len(sets)], opts)
+            if i in keep:
+                kept[i] = out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
+
         def batch() -> None:
             for i in range(calls):
-                out = wl.call(view, sets[(start + i) % len(sets)], opts)
-                if i in keep:
-                    kept[i] = out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
+                one(i)
 
         answer: dict = {"tampered": []}
         if r.get("arm") and not r.get("profile") and not r.get("gate"):
-            if r.get("graph") and self.device == "cuda":
-                return self._arm_graph(batch, kept, (self.generation, calls, start), float(r["arm"]))
+            chunk = int(r.get("graph") or 0)
+            if chunk and self.device == "cuda":
+                return self._arm_graph(one, calls, kept, (self.generation, calls, start, chunk), float(r["arm"]))
             return self._arm(batch, kept, float(r["arm"]))
         if r.get("profile"):
             kernels, launched = kernel_audit.profile_batch(batch)
@@ -174,22 +182,22 @@ class PerfOps:
         self.armed_kept = kept
         return {"armed": True}
 
-    def _arm_graph(self, batch, kept: dict, key: tuple, release_s: float) -> dict:
+    def _arm_graph(self, one, calls: int, kept: dict, key: tuple, release_s: float) -> dict:
         gate = device_gate.gate_or_none(self.device)
         if gate is None:
             return {"armed": False}
         if self.graph is None or self.graph[0] != key:
             self.graph = None
-            try:
-                graph = device_gate.captured(batch)  # the calls' Python and checks run here, once
+            try:  # the calls' Python and checks run here, once
+                graphs = device_gate.captured_chunks(one, calls, key[-1])
             except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: plain armed batches
                 self._sync()
                 return {"armed": False, "graph_failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
-            self.graph = (key, graph, dict(kept))
-        _, graph, graph_kept = self.graph
+            self.graph = (key, graphs, dict(kept))
+        _, graphs, graph_kept = self.graph
         self._sync()
-        self.armed = device_gate.Armed(gate, graph.replay, release_s)
-        self.armed_kept = graph_kept  # the graph's outputs, rewritten by every replay
+        self.armed = device_gate.Armed(gate, lambda: [g.replay() for g in graphs], release_s)
+        self.armed_kept = graph_kept  # the graphs' outputs, rewritten by every replay
         return {"armed": True, "graph": True}
 
     def go(self) -> dict:

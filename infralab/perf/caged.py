@@ -103,9 +103,9 @@ class CagedPolicy:
     armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
     armed_max_calls: int = 256  # calls of an armed batch: the launch queue must hold them all (H200: 1024
     # launches behind a closed gate blocked the host, 256 did not; benchmarks/probe_armed_batch.py)
-    graphs: bool = True  # calls too short for armed_max_calls to fill a batch: CUDA-graph replays ...
-    graph_max_calls: int = 2048  # ... of at most this many calls (halved when a replay blocks the host behind the
-    # gate: the H200 held a graph of 1,781 Triton calls, a 4,096-call graph of torch adds was released early)
+    graphs: bool = True  # calls too short for armed_max_calls to fill a batch: replays of CUDA graphs ...
+    graph_calls: int = 1024  # ... of at most this many calls each (halved when a replay blocks the host behind the
+    # gate; benchmarks/probe_graph_gate.py on the H200: a 3,072-call graph did not, 4,096 did, 16 x 512 did not)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
@@ -118,9 +118,9 @@ class Bench(Protocol):
                 device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
 
     def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0, graph: bool = False) -> dict: ...
-    # keep None: every output of the batch (the judge names the ones it checks at the fetch); graph: an
-    # armed batch replayed from a CUDA graph of the calls (captured once); arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
+            arm: float = 0.0, graph: int = 0) -> dict: ...
+    # keep None: every output of the batch (the judge names the ones it checks at the fetch); graph > 0: an
+    # armed batch replayed from CUDA graphs of at most that many calls each (captured once); arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
 
     def go(self) -> dict: ...
 
@@ -139,7 +139,7 @@ class RemoteBench:
                                {"op": "perf_prepare", "module": self.module, **request}, slow=True)
 
     def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0, graph: bool = False) -> dict:
+            arm: float = 0.0, graph: int = 0) -> dict:
         return self.target.ask(f"{self.module}: {calls} timed calls", {
             "op": "perf_run", "calls": calls, "start": start, "keep": None if keep is None else list(keep),
             "gate": gate, "profile": profile, "arm": arm, "graph": graph}, slow=gate or profile or graph)
@@ -242,7 +242,7 @@ class _Candidate:
         self.bench, self.wl, self.opts, self.device, self.rng, self.policy = bench, wl, opts, device, rng, policy
         self.shape, self.dtype, self.seed = shape, dtype, seed
         self.armed = policy.armed
-        self.graph = False  # armed batches replayed from a CUDA graph (short calls; see _sampled)
+        self.graph = 0  # calls per CUDA graph of an armed batch replayed from graphs (short calls; see _sampled)
         self.graph_ok = policy.graphs
         self.primed = False
         self.overhead_s = 0.0
@@ -325,8 +325,8 @@ class _Baseline:
         self.sets: list[dict] = []
         self.armed_batch: Any = None
         self.overhead_s = 0.0
-        self.graph = False  # replays of a CUDA graph of the calls, as the candidate's (only with a gate)
-        self.captured: Any = None  # (calls, the graph) for the current sets
+        self.graph = 0  # calls per graph when replaying CUDA graphs of the calls, as the candidate (with a gate)
+        self.captured: Any = None  # (calls, the graphs) for the current sets
 
     @property
     def armed(self) -> bool:
@@ -345,8 +345,10 @@ class _Baseline:
             if self.graph and calls:
                 if self.captured is None or self.captured[0] != calls:
                     self.captured = None
-                    self.captured = (calls, device_gate.captured(lambda: self._run(calls, 0)))
-                run = self.captured[1].replay
+                    one = lambda i: self.fn(self.sets[i % len(self.sets)], self.opts)  # noqa: E731
+                    self.captured = (calls, device_gate.captured_chunks(one, calls, self.graph))
+                graphs = self.captured[1]
+                run = lambda: [g.replay() for g in graphs]  # noqa: E731
             else:
                 run = lambda: self._run(calls, start)  # noqa: E731
             self.armed_batch = device_gate.Armed(self.gate, run, self.release_s)
@@ -511,19 +513,19 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
     """The shape timed with armed batches (CUDA-graph replays for short calls); again with smaller
     graphs if a replay blocked the host, with plain armed batches if the calls cannot be captured,
     unarmed if the cage had to release a plain batch itself."""
-    armed, graph_cap = policy.armed, policy.graph_max_calls if policy.graphs else 0
-    for _ in range(4):
+    armed, chunk = policy.armed, policy.graph_calls if policy.graphs else 0
+    for _ in range(6):
         cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
-        cand.armed, cand.graph_ok = armed, graph_cap > policy.armed_max_calls
+        cand.armed, cand.graph_ok = armed, chunk >= 16
         try:
             return _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy,
-                            rng, seed, own_kernels, profile_batches, l2_bytes, cand, graph_cap)
+                            rng, seed, own_kernels, profile_batches, l2_bytes, cand, chunk)
         except _ArmingFailed:
-            note, armed, graph_cap = tr("gpugrade.arming_failed", seconds=policy.arm_release_s), False, 0
+            note, armed, chunk = tr("gpugrade.arming_failed", seconds=policy.arm_release_s), False, 0
         except _GraphFailed as failed:
-            note, graph_cap = tr("gpugrade.graph_failed", error=str(failed)), 0
+            note, chunk = tr("gpugrade.graph_failed", error=str(failed)), 0
         except _GraphBlocked:
-            note, graph_cap = tr("gpugrade.graph_blocked", calls=graph_cap, seconds=policy.arm_release_s), graph_cap // 2
+            note, chunk = tr("gpugrade.graph_blocked", calls=chunk, seconds=policy.arm_release_s), chunk // 2
         entry["workload"].setdefault("notes", []).append(note)
     cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
     cand.armed, cand.graph_ok = False, False
@@ -532,7 +534,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 
 
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
-             own_kernels, profile_batches, l2_bytes, cand, graph_cap: int) -> dict[str, Any]:
+             own_kernels, profile_batches, l2_bytes, cand, chunk: int) -> dict[str, Any]:
     timer = JudgeClock(clock)
     gate = device_gate.gate_or_none(device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
@@ -552,10 +554,10 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     calls = {name: _calls_for(one[name], policy, r.armed) for name, r in runners.items()}
     if cand.armed and cand.graph_ok and calls["candidate"] >= policy.armed_max_calls and \
             _calls_for(one["candidate"], policy) > policy.armed_max_calls:
-        # calls too short for 256 launches to fill a batch: both runners replay CUDA graphs, up to max_calls
-        cand.graph = True
-        base.graph = base.armed
-        calls.update({name: min(graph_cap, _calls_for(one[name], policy)) for name in ("candidate", "baseline")
+        # calls too short for 256 launches to fill a batch: both runners replay CUDA graphs of `chunk` calls
+        cand.graph = chunk
+        base.graph = chunk if base.armed else 0
+        calls.update({name: _calls_for(one[name], policy) for name in ("candidate", "baseline")
                       if name == "candidate" or base.graph})
     calls["candidate"] = max(1, min(calls["candidate"], _device_budget(device, policy) // call_bytes))
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
@@ -590,10 +592,12 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
 
 
 def _device_budget(device: str, policy: CagedPolicy) -> int:
-    """Bytes for the cage's input sets and kept outputs of one batch."""
+    """Bytes for the cage's input sets and kept outputs of one batch (the cage gave its cache back when
+    it made this shape's sets; the judge gives back its own here)."""
     if device != "cuda":
         return policy.input_budget_bytes
     import torch
+    torch.cuda.empty_cache()
     return int(policy.device_memory_fraction * torch.cuda.mem_get_info()[0])
 
 
@@ -663,7 +667,8 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
         "fraction_of_ceiling": None if v.fraction_of_ceiling is None else round(v.fraction_of_ceiling, 4),
         "candidate": cand_t.summary(), "baseline": base_t.summary(),
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
-                        "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed, "graph": cand.graph,
+                        "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
+                        "graph_calls": cand.graph,
                         "baseline_armed": base_armed, "baseline_round_trip_ms": round(base_overhead_s * 1e3, 4),
                         "release_ms": _release_medians(cand.breakdowns), "canary": canary,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},
