@@ -7,6 +7,8 @@
 #   bash benchmarks/h200_session9.sh two   # after call one: every timed call checked, graphs capped (2,048 calls,
 #                                          # halved when a replay blocks): the graph-behind-the-gate probe, grade --gpu
 #                                          # of vector_add, the memo and wrong-when-timed samples, rmsnorm, softmax, flash
+#   bash benchmarks/h200_session9.sh four  # after call three (distinct graphs blocked even at 32 calls): graphs
+#                                          # launched once when captured; the probe, grade --gpu of vector_add
 #   bash benchmarks/h200_session9.sh three # after call two: graphs of 1,024 calls, several a batch, the caches
 #                                          # emptied before sizing: grade --gpu of vector_add and matmul (a longer
 #                                          # limit); bench: vector_add
@@ -42,6 +44,11 @@ case "${1:-one}" in
     OUT=$OUT TIMECAP=3 LIMIT=300 ONLY="matmul" bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
     stamp "bench: vector_add"
     OUT=$OUT TIMECAP=3 ONLY="vector_add" timeout 100 bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1 ;;
+  four)
+    stamp "probe: CUDA graphs behind the gate"
+    timeout 60 python3 benchmarks/probe_graph_gate.py > "$LOGS/probe-graph.txt" 2>&1
+    stamp "grade --gpu: vector_add"
+    OUT=$OUT TIMECAP=3 LIMIT=120 ONLY="vector_add" bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-va.txt" 2>&1 ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
 pack_logs
 exit 0

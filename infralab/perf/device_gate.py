@@ -69,14 +69,15 @@ def gate_or_none(device: str) -> DeviceGate | None:
 
 
 def captured(run: Callable[[], None]):
-    """A CUDA graph of the launches ``run`` makes (nothing runs now): :class:`Armed` replays it behind
-    the gate as one launch, so a batch of thousands of short calls fits behind the gate (256 separate
-    launches are the most it holds). Raises when ``run`` does what a graph cannot hold (a call that
-    waits on the device or copies to the host)."""
+    """A CUDA graph of the launches ``run`` makes, replayed once (untimed) so that it is uploaded:
+    :class:`Armed` replays it behind the gate as one launch, so a batch of thousands of short calls
+    fits behind the gate (256 separate launches are the most it holds). Raises when ``run`` does what
+    a graph cannot hold (a call that waits on the device or copies to the host)."""
     graph = torch.cuda.CUDAGraph()
     _synchronize()
     with torch.cuda.graph(graph):
         run()
+    graph.replay()  # its first launch uploads it, and a new graph's upload behind the closed gate blocks the host
     _synchronize()
     return graph
 
@@ -84,7 +85,8 @@ def captured(run: Callable[[], None]):
 def captured_chunks(call: Callable[[int], None], calls: int, chunk: int) -> list:
     """Calls ``call(0) .. call(calls - 1)`` captured in graphs of at most ``chunk`` calls each: a graph
     of 4,096 one-kernel calls blocked the host behind the closed gate on the H200, 3,072 did not, and
-    sixteen launches of 512-call graphs did not either (benchmarks/probe_graph_gate.py)."""
+    sixteen launches of one 512-call graph did not either; graphs not yet launched once blocked it even at
+    32 calls each (benchmarks/probe_graph_gate.py; hence the upload in :func:`captured`)."""
     return [captured(lambda lo=lo: [call(i) for i in range(lo, min(calls, lo + chunk))])
             for lo in range(0, calls, chunk)]
 
