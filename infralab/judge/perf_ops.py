@@ -205,7 +205,8 @@ class PerfOps:
             raise RuntimeError("perf_go without an armed batch")  # kit bug, not a user message
         armed, self.armed = self.armed, None
         inner_s, early, breakdown = armed.go()
-        self.kept = self.armed_kept  # references: copied at the fetch, after the judge's clock stopped
+        self.kept, self.armed_kept = self.armed_kept, {}  # references: copied at the fetch, after the judge's clock
+        # stopped, then dropped (the fetch forgets them; nothing else may hold a batch's outputs)
         return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early,
                 "breakdown": {k: float(v) for k, v in breakdown.items()}}
 

@@ -559,7 +559,9 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
         base.graph = chunk if base.armed else 0
         calls.update({name: _calls_for(one[name], policy) for name in ("candidate", "baseline")
                       if name == "candidate" or base.graph})
-    calls["candidate"] = max(1, min(calls["candidate"], _device_budget(device, policy) // call_bytes))
+    budget = _device_budget(device, policy)
+    calls["candidate"] = max(1, min(calls["candidate"], budget // call_bytes))
+    entry["workload"]["memory"] = {"budget_bytes": budget, "call_bytes": call_bytes}  # what capped the batch
     n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
