@@ -27,18 +27,18 @@ this process (the judge) never imports it and decides everything:
    with the cage's process, though: a third runner, the judge's own device copy (:func:`_canary`),
    runs in the same gaps as the baseline and flags the entry when it reads below
    :data:`CANARY_MIN_FRACTION` of the profile's calibrated copy bandwidth.
-   The cage's account of each release (``breakdown``: the flag, the sync, the kept outputs' copy,
-   the gate's own latency) goes into the record's ``judge_clock.release_ms``; it decides nothing.
+   The cage's account of each release (``breakdown``: the flag, the sync, the gate's own latency) goes into the record's ``judge_clock.release_ms``; it decides nothing.
 4. **Outputs of timed batches, fresh inputs for every call.** Before each timed batch the cage
    regenerates its input sets from new seeds the judge draws (written into the same tensors), one
    set per call: no call of the batch sees inputs that an earlier call saw, so a module that caches
    its answers (by address or by content) has nothing to reuse, and one keyed by address answers
    stale values. The cage keeps every output of the batch; after the go, the judge draws
-   :attr:`CagedPolicy.checks_per_batch` of its calls, rebuilds their inputs from the seeds and
-   checks their outputs, so nothing in the cage knows which answers are checked while the calls
-   run. The sets and kept outputs of a batch fit in :attr:`CagedPolicy.device_memory_fraction` of
-   the device's free memory (at least :attr:`CagedPolicy.input_budget_bytes`), which caps the
-   batch's calls. An output over :attr:`CagedPolicy.whole_output_elements` elements comes back as
+   :attr:`CagedPolicy.checks_per_batch` of its calls to check whole and a seed for
+   :attr:`CagedPolicy.every_call_elements` elements of every other call's outputs, rebuilds each
+   call's inputs from its seed and checks them all, so nothing in the cage knows which answers are
+   checked while the calls run, and a skipped or stale call is caught for sure. The sets and kept
+   outputs of a batch fit in :attr:`CagedPolicy.device_memory_fraction` of the device's free
+   memory, which caps the batch's calls. An output over :attr:`CagedPolicy.whole_output_elements` elements comes back as
    :attr:`CagedPolicy.sample_elements` of its elements, at indices drawn from a seed the judge picks
    after the calls ran (its shape is checked whole).
 5. **Cross-check.** The executor also times each batch on its own timer (CUDA events; on a CPU
@@ -119,8 +119,9 @@ class Bench(Protocol):
 
     def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
             arm: float = 0.0, graph: int = 0) -> dict: ...
-    # keep None: every output of the batch (the judge names the ones it checks at the fetch); graph > 0: an
-    # armed batch replayed from CUDA graphs of at most that many calls each (captured once); arm > 0: an armed batch, released by the cage itself after ``arm`` seconds if go has not come
+    # keep None: every output of the batch (the judge names the ones it checks at the fetch); arm > 0: an
+    # armed batch, released by the cage itself after ``arm`` seconds if go has not come; graph > 0: armed
+    # and replayed from CUDA graphs of at most that many calls each (captured once)
 
     def go(self) -> dict: ...
 
