@@ -1,5 +1,9 @@
 """The judge's flag record (known kinds only, judge-only kinds refused from the executor, a cap per
 kind) and the static scan of submitted source (AST, file:line, names hidden in strings)."""
+import os
+
+import pytest
+
 from infralab.judge.flags import CAP_PER_KIND, FlagLog, describe, known_kinds
 from infralab.judge.scan import findings, scan_files
 
@@ -120,3 +124,24 @@ def test_every_kind_intake_records_is_a_known_kind_and_judge_only():
     kinds = set(re.findall(r'\.flag\("([a-z-]+)"', source))
     assert kinds, "intake records no flag: the pattern of this test is out of date"
     assert kinds <= known_kinds() and kinds <= JUDGE_ONLY, kinds - (known_kinds() & JUDGE_ONLY)
+
+
+def test_tritons_own_compile_is_not_flagged_but_a_process_or_a_write_of_the_students_is(monkeypatch, tmp_path):
+    """Triton compiling a kernel in the cage (grade --gpu) runs its bundled ptxas and writes its cache
+    under HOME: not the student's doing. Any other program, or a write outside HOME, still flags."""
+    from infralab.judge import executor
+    if not executor._TOOLS:
+        pytest.skip("Triton is not installed here")
+    got = []
+    flag = lambda kind, detail: got.append(kind)  # noqa: E731
+    ptxas = executor._TOOLS[0] + "nvidia/bin/ptxas"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    executor._audit(flag, "subprocess.Popen", (None, [ptxas, "-arch=sm_90"], None, None))
+    executor._audit(flag, "os.posix_spawn", (ptxas, [ptxas], {}))
+    executor._audit(flag, "open", (str(tmp_path), None, os.O_RDONLY | os.O_CREAT))
+    executor._audit(flag, "open", ("/dev/null", "w", 0))
+    assert got == []
+    executor._audit(flag, "subprocess.Popen", (None, ["/bin/sh", "-c", "true"], None, None))
+    executor._audit(flag, "os.posix_spawn", ("/bin/sh", ["sh"], {}))
+    executor._audit(flag, "open", (str(tmp_path.parent / "elsewhere"), "w", 0))
+    assert got == ["process", "process", "write-outside"]

@@ -22,6 +22,7 @@ This file is copied into the executor's tree next to wire.py, with a mini ``infr
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -29,6 +30,20 @@ import traceback
 
 
 _own: list[str] = [sys.prefix + "/", sys.base_prefix + "/"]  # its own tree and Python: not suspicious
+
+
+def _triton_tools() -> tuple[str, ...]:
+    """Where Triton keeps the assembler it runs when it compiles a kernel (``ptxas``; found without
+    importing Triton, before any student code): starting those is Triton's compile, not the student's."""
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return ()
+    return tuple(os.path.realpath(p) + "/backends/" for p in (spec.submodule_search_locations or []) if spec)
+
+
+_TOOLS = _triton_tools()
+_QUIET_WRITES = ("/dev/null",)  # writes that cannot carry anything out
 CAP_PER_KIND = 20  # the judge keeps as many (and counts the rest); a full pipe must not block the executor
 
 
@@ -58,13 +73,25 @@ _WATCHED_PATHS = ("/graders/", "/solutions/", "/fixtures/", "/.git/", "/proc/1/"
 _HARNESS = ("pytest", "_pytest", "infralab", "hypothesis", "solutions", "graders")
 
 
+def _triton_tool(event: str, args: tuple, tools: tuple[str, ...]) -> bool:
+    """Whether a process event starts one of Triton's own tools (by full path)."""
+    if not tools or event not in ("subprocess.Popen", "os.posix_spawn", "os.exec") or not args:
+        return False
+    program = args[0]
+    if program is None and event == "subprocess.Popen" and len(args) > 1 and isinstance(args[1], (list, tuple)):
+        program = args[1][0] if args[1] else None  # Popen([path, ...]) audits executable=None
+    return isinstance(program, (str, bytes)) and os.path.realpath(os.fsdecode(program)).startswith(tools)
+
+
 def _auditor(flag):
+    run, tools = _audit, _TOOLS  # bound now, before student code: rebinding the module's names changes nothing
+
     def audit(event: str, args: tuple) -> None:
-        _audit(flag, event, args)
+        run(flag, event, args, tools)
     return audit
 
 
-def _audit(flag, event: str, args: tuple) -> None:
+def _audit(flag, event: str, args: tuple, tools: tuple[str, ...] = _TOOLS) -> None:
     """Permanent audit hook: notes what the student's code tried (it cannot be removed)."""
     try:
         if event == "socket.connect" or event == "socket.getaddrinfo":
@@ -76,7 +103,8 @@ def _audit(flag, event: str, args: tuple) -> None:
             mode, flags = (args + (None, None))[1:3]
             writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
                 (isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-            if writes and not path.startswith(os.environ.get("HOME", "/nonexistent") + "/"):
+            home = os.environ.get("HOME", "/nonexistent")
+            if writes and not (path.startswith(home + "/") or os.path.normpath(path) in (home, *_QUIET_WRITES)):
                 flag("write-outside", f"open {os.path.normpath(path)[:120]} for writing")
         elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
             path = os.fsdecode(args[0]).rstrip("/") + "/"
@@ -86,7 +114,8 @@ def _audit(flag, event: str, args: tuple) -> None:
             if args[0].split(".")[0] in _HARNESS:
                 flag("harness-import", f"import {args[0]}")
         elif event in ("os.fork", "os.forkpty", "subprocess.Popen", "os.system", "os.posix_spawn", "os.exec"):
-            flag("process", event)
+            if not _triton_tool(event, args, tools):  # Triton compiling a kernel runs its own ptxas
+                flag("process", event)
         elif event == "os.kill" or event == "os.killpg":
             flag("signal", event)
     except Exception:  # noqa: BLE001 - an audit hook must never raise into the student's code
