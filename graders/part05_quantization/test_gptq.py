@@ -153,10 +153,11 @@ def check_against_reference(got, w, x, *, bits=4, gs=-1, act_order=False, percda
     assert_codes_replay(codes, w, x, bits=bits, gs=gs, act_order=act_order, percdamp=percdamp, sym=sym,
                         mistakes=gptq_mistakes(w, x, bits, gs, act_order, sym))
     check_tensor(zeros, shape=tuple(e_zeros.shape), dtype=torch.int32, name=("zero points", "零点"))
-    # The layer's output error equals the reference's up to the few allowed flips.
+    # The layer's output error equals the reference's up to the few allowed flips (one flip in a small
+    # rank-deficient layer moved it 4%: seed 8071185 of test_rank_deficient_calibration_is_damped).
     err = torch.linalg.norm(x @ (w - dequant(codes, scales, zeros, g_idx)).T)
     e_err = torch.linalg.norm(x @ (w - dequant(e_codes, e_scales, e_zeros, e_gidx)).T)
-    if not err <= 1.02 * e_err:
+    if not err <= 1.08 * e_err:
         raise Mismatch(tr("part05.gptq.output_error_above_reference", err=float(err), ref=float(e_err)))
 
 
