@@ -128,12 +128,16 @@ def test_smoothquant_linear_matches_reference(impl, alpha, per_token, per_channe
 @pytest.mark.parametrize("per_token", [True, False], ids=["per-token", "per-tensor"])
 @pytest.mark.parametrize("n_outliers,factor", [(1, 80.0), (3, 50.0), (8, 20.0)])
 def test_smoothing_lowers_the_w8a8_error_on_outlier_activations(impl, gen, per_token, n_outliers, factor):
-    """Measured: smoothed / unsmoothed error <= 0.36 over 300 seeds (3 outlier channels x50, alpha 0.5)."""
-    x, w = outlier_activations(gen, n_outliers=n_outliers, factor=factor)
+    """Squared errors summed over four draws: one draw's ratio has a long tail (8 outliers x20, per token: 0.70 at one
+    seed in 20,000, so a single-draw 0.6 bar failed the solution in CI). Four draws, measured over 5,000 seeds: at
+    most 0.52 (8 x20 per token), 0.30 (3 x50), 0.24 (1 x80) against the bar 0.7; inverted migration reads 7-64."""
     m = impl(MODULE)
-    exact = x.double() @ w.double().T
-    plain = float(((m.w8a8_linear(x, w, per_token, False).double() - exact) ** 2).mean())
-    smooth = float(((m.smoothquant_linear(x, w, m.channel_absmax(x), 0.5, per_token, False).double() - exact) ** 2)
-                   .mean())
-    if not smooth < 0.6 * plain:
+    smooth = plain = 0.0
+    for _ in range(4):
+        x, w = outlier_activations(gen, n_outliers=n_outliers, factor=factor)
+        exact = x.double() @ w.double().T
+        plain += float(((m.w8a8_linear(x, w, per_token, False).double() - exact) ** 2).sum())
+        smooth += float(((m.smoothquant_linear(x, w, m.channel_absmax(x), 0.5, per_token, False).double() - exact) ** 2)
+                        .sum())
+    if not smooth < 0.7 * plain:
         raise Mismatch(tr("part05.smoothquant.not_below_plain", smooth=f"{smooth:.4g}", plain=f"{plain:.4g}"))

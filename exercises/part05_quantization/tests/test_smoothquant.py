@@ -43,12 +43,14 @@ def test_fake_quant_int8_per_token_has_one_scale_per_row(impl, golden):
 
 
 def test_smoothing_lowers_the_w8a8_error_on_outlier_activations(impl, gen):
-    x = randn(16, 32, generator=gen)
-    x[:, [5, 20]] *= 50.0  # two outlier channels, in every token
-    w = randn(12, 32, generator=gen, scale=0.05)
     m = impl(MODULE)
-    exact = x.double() @ w.double().T
-    plain = float(((m.w8a8_linear(x, w, per_token=True).double() - exact) ** 2).mean())
-    smooth = float(((m.smoothquant_linear(x, w, m.channel_absmax(x), 0.5, per_token=True).double() - exact) ** 2)
-                   .mean())
-    expect(smooth < 0.6 * plain, "part05.smoothquant.not_below_plain", smooth=f"{smooth:.4g}", plain=f"{plain:.4g}")
+    smooth = plain = 0.0
+    for _ in range(4):  # squared errors summed over four draws: one draw's ratio has a long tail
+        x = randn(16, 32, generator=gen)
+        x[:, [5, 20]] *= 50.0  # two outlier channels, in every token
+        w = randn(12, 32, generator=gen, scale=0.05)
+        exact = x.double() @ w.double().T
+        plain += float(((m.w8a8_linear(x, w, per_token=True).double() - exact) ** 2).sum())
+        smooth += float(((m.smoothquant_linear(x, w, m.channel_absmax(x), 0.5, per_token=True).double() - exact) ** 2)
+                        .sum())
+    expect(smooth < 0.7 * plain, "part05.smoothquant.not_below_plain", smooth=f"{smooth:.4g}", plain=f"{plain:.4g}")
