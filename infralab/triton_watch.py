@@ -17,6 +17,10 @@ Three things happen inside ``watching()``:
 - under the interpreter, a masked load or store whose active lanes point outside every tensor
   argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
   (a missing mask would otherwise crash the whole pytest process with "corrupted size");
+- every compiled launch through Triton's launcher (``CompiledKernel.run``: what ``kernel[grid](...)``
+  and a compiled kernel's own ``[grid]`` both call) records the kernel and the CUDA stream it
+  went to (``Watch.streams``): the timed calls of a performance challenge must stay on the stream
+  they are timed on (:mod:`infralab.perf.checked`);
 - memory that torch allocates without initialising (``torch.empty``) is filled with NaN (or
   the largest integer), so an output element the kernel never writes cannot pass by chance,
   and a kernel that writes its output always changes its bytes.
@@ -36,7 +40,7 @@ from infralab.i18n import tr
 _LOCK = threading.Lock()
 _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launches)
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
-_INSTALLED = {"interpreter": False, "compiled": False}
+_INSTALLED = {"interpreter": False, "compiled": False, "launcher": False}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Watch:
     """What happened during one watched call."""
 
     launches: list[Launch] = field(default_factory=list)
+    streams: list[tuple[str, int]] = field(default_factory=list)  # (kernel, raw CUDA stream) per compiled launch
     record_writes: bool = True  # compare argument bytes around each launch (costly: timing turns it off)
 
     @staticmethod
@@ -121,6 +126,38 @@ def _install_compiled() -> None:
         return
     JITFunction.run = _watched_run(JITFunction.run)
     _INSTALLED["compiled"] = True
+
+
+def _install_launcher() -> None:
+    """Record (kernel, stream) of every launch through ``CompiledKernel.run`` while a watch is open.
+    ``JITFunction.run`` (``kernel[grid](...)``) and ``CompiledKernel[grid]`` (a warmed-up kernel
+    launched with an explicit ``stream=``) both launch through it; its fourth argument is the stream."""
+    if _INSTALLED["launcher"]:
+        return
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:
+        return
+    prop = CompiledKernel.__dict__.get("run")
+    if not isinstance(prop, property):
+        return
+    launcher_of = prop.fget
+
+    def run(self):
+        launcher = launcher_of(self)
+        if not _ACTIVE:
+            return launcher
+
+        def recorded(*args, **kwargs):
+            if len(args) > 3 and isinstance(args[3], int):
+                for watch in list(_ACTIVE):
+                    watch.streams.append((str(getattr(self, "name", "triton kernel")), args[3]))
+            return launcher(*args, **kwargs)
+        return recorded
+
+    run.__wrapped__ = launcher_of
+    CompiledKernel.run = property(run)
+    _INSTALLED["launcher"] = True
 
 
 def _storage_ranges(values, ranges: list[tuple[int, int]]) -> None:
@@ -231,6 +268,7 @@ def watching(poison_allocations: bool = True, record_writes: bool = True) -> Ite
     with _LOCK:
         _install_interpreter()
         _install_compiled()
+        _install_launcher()
         _ACTIVE.append(watch)
     try:
         with _poisoned_allocations() if poison_allocations else contextlib.nullcontext():

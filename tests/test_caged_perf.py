@@ -69,7 +69,7 @@ class FakeBench:
             self.sets = [{k: torch.ones_like(v) for k, v in s.items()} for s in self.sets]
         return {"sets": len(self.sets), "problem": None}
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0, fill=False):
         self.requests.append({"calls": calls, "gate": gate, "profile": profile, "arm": arm, "keep": keep,
                               "sets": len(self.sets), "graph": graph, "start": start})
         self.clock.now += self.trip
@@ -264,7 +264,7 @@ def test_a_source_problem_found_by_the_judge_rejects_before_any_request(eager_ba
 class BannedWhenTimed(FakeBench):
     """A guard of the timed calls trips in the cage (the error comes back as the executor sent it)."""
 
-    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0):
+    def run(self, calls, start, keep, *, gate=False, profile=False, arm=0.0, graph=0, fill=False):
         if calls and not gate:
             raise RuntimeError("BannedCall: aten.add (elementwise class) on the torch side of a timed call")
         return super().run(calls, start, keep, gate=gate, profile=profile, arm=arm, graph=graph)
@@ -338,13 +338,13 @@ def test_the_baseline_is_armed_in_the_judges_process_as_the_candidate_is_in_the_
 
     monkeypatch.setitem(ADD.baselines, "eager", host_bound)
     monkeypatch.setattr(device_gate, "Armed", FakeArmed)
-    monkeypatch.setattr(device_gate, "gate_or_none", lambda device: object())
+    monkeypatch.setattr(device_gate, "gate_or_none", lambda device, fill=False: object())
     e = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3), clock)
     assert e["metrics"]["baseline"]["median_ms"] == pytest.approx(1.0)
     assert e["metrics"]["judge_clock"]["baseline_armed"] is True
     assert e["metrics"]["judge_clock"]["baseline_round_trip_ms"] == pytest.approx(0.2)
     assert e["metrics"]["ratio_to_baseline"] == pytest.approx(1.0)
-    monkeypatch.setattr(device_gate, "gate_or_none", lambda device: None)
+    monkeypatch.setattr(device_gate, "gate_or_none", lambda device, fill=False: None)
     e = run(FakeBench(Right, clock, per_call=1e-3, host_per_call=3e-3, can_arm=False), clock)
     assert e["metrics"]["judge_clock"]["baseline_armed"] is False
     assert e["metrics"]["baseline"]["median_ms"] == pytest.approx(3.0)

@@ -250,3 +250,59 @@ def test_nested_watches_with_equal_contents_close_in_any_order():
             with watching(poison_allocations=False, record_writes=False):
                 launch(tag)
     assert profiled.launches == ["first timed call", "second timed call"] and not triton_watch._ACTIVE
+
+
+def _compiled_kernel(name: str, launched: list):
+    """A triton CompiledKernel whose launcher handle only records its calls (no GPU needed)."""
+    from triton.compiler.compiler import CompiledKernel
+    kernel = CompiledKernel.__new__(CompiledKernel)
+    kernel.name, kernel.module, kernel._run = name, object(), lambda *args: launched.append(args[:4])
+    return kernel
+
+
+def test_launches_through_the_triton_launcher_record_their_stream():
+    """``kernel[grid](...)`` and a warmed-up kernel's ``[grid](..., stream=...)`` both launch through
+    ``CompiledKernel.run``: the watch records each launch's stream there, and nothing outside a watch."""
+    from infralab.triton_watch import watching
+    launched: list = []
+    kernel = _compiled_kernel("add_kernel", launched)
+    kernel.run(1, 1, 1, 11, None)  # no watch open: launched, not recorded
+    with watching(poison_allocations=False, record_writes=False) as watch:
+        kernel.run(4, 1, 1, 13, None, "packed", None, None, None)
+    assert launched == [(1, 1, 1, 11), (4, 1, 1, 13)] and watch.streams == [("add_kernel", 13)]
+
+
+def test_a_timed_call_launching_on_a_side_stream_is_refused_with_the_streams(monkeypatch):
+    """The hole it closes: an armed batch's calls are enqueued behind the gate before the judge's clock
+    starts, so a kernel launched on a side stream (and waited for) in the call runs untimed. Every
+    compiled launch of a timed call must go to the stream current when the call began."""
+    import types
+
+    from infralab.perf import checked
+    launched: list = []
+    real, side = _compiled_kernel("decode_kernel", launched), _compiled_kernel("copy_kernel", launched)
+
+    def add(x, y):  # the real work on stream 13, the timed stream (7) gets a copy of the answer
+        real.run(8, 1, 1, 13, None)
+        side.run(1, 1, 1, 7, None)
+        from infralab import triton_watch
+        for w in list(triton_watch._ACTIVE):  # what watched_run records for a kernel[grid] launch
+            w.launches.append(triton_watch.Launch("copy_kernel", "add.py"))
+        return x.clone()
+
+    monkeypatch.setattr(checked, "_current_stream", lambda: 7)
+    view = checked._TimedView(types.SimpleNamespace(add=add), "add.py", (), True,
+                              frozenset({"decode_kernel", "copy_kernel"}))
+    with pytest.raises(checked.SideStreamLaunch) as err:
+        view.add(torch.ones(2), torch.ones(2))
+    assert "decode_kernel" in str(err.value) and "13" in str(err.value) and "(7)" in str(err.value)
+    launched.clear()
+
+    def honest(x, y):
+        side.run(1, 1, 1, 7, None)
+        from infralab import triton_watch
+        for w in list(triton_watch._ACTIVE):
+            w.launches.append(triton_watch.Launch("copy_kernel", "add.py"))
+        return x.clone()
+    view = checked._TimedView(types.SimpleNamespace(add=honest), "add.py", (), True, frozenset({"copy_kernel"}))
+    assert torch.equal(view.add(torch.ones(2), torch.ones(2)), torch.ones(2))

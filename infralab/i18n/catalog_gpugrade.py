@@ -36,6 +36,12 @@ MESSAGES = {
         "这些调用无法捕获进 CUDA graph（{error}）：改用每批最多 256 次调用的预排队批次计时，"
         "对很短的调用，隔离环境处理每批请求的时间占比更大",
     ),
+    "gpugrade.gate_not_filling": (
+        "the filling gate was asked for but a runner waited behind the one-block gate ({problem}): a kernel the "
+        "candidate launched on a side stream while a batch was enqueued could run before the judge's clock",
+        "要求使用占满设备的闸门，但有一方仍在单块闸门之后等待（{problem}）：批次入队期间候选在旁路流上启动的内核"
+        "可能在裁判计时开始前运行",
+    ),
     "gpugrade.graph_blocked": (
         "replaying a CUDA graph of {calls} calls behind the device-side wait blocked the host (released after "
         "{seconds:g} s): timed again with graphs of half as many calls",

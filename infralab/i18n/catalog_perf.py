@@ -31,6 +31,12 @@ MESSAGES = {
         "{where}: a timed call launched no Triton kernel (it computed with torch, or only in some calls)",
         "{where}：一次计时调用没有启动任何 Triton 内核（用 torch 计算，或只在部分调用中启动）",
     ),
+    "perf.timed_side_stream": (
+        "{where}: a timed call launched Triton kernel {kernel} on CUDA stream {stream}, not on the stream it is "
+        "timed on ({timed}): work on a side stream runs beside the timed stream, untimed while the batch is enqueued",
+        "{where}：一次计时调用在 CUDA 流 {stream} 上启动了 Triton 内核 {kernel}，而不是在计时所用的流（{timed}）上："
+        "旁路流上的工作与计时流并行执行，在批次入队期间不被计时",
+    ),
     "perf.timed_foreign_launch": (
         "{where}: a timed call launched Triton kernel(s) {kernels}, which the submission's files do not "
         "define (its @triton.jit functions: {own}); torch.compile writes such kernels",

@@ -27,6 +27,10 @@ decides anything, it only runs what the judge asks and sends back what the judge
     the bench's spin kernel hides it. A batch not released within ``arm`` seconds is released
     here (a call that waits on the device, e.g. ``.item()``, would otherwise never return); the
     ``perf_go`` answer then says so and the judge stops arming.
+``{"op": "perf_run", ..., "arm": seconds, "fill": true}``
+    armed behind the filling gate (:class:`infralab.perf.device_gate.DeviceGate`): no kernel of any
+    stream of the cage runs until the go; the answer adds ``{"gate": {"fills", "problem"}}`` (``fills``
+    false: its self-test failed and the one-block gate was used).
 ``{"op": "perf_run", ..., "arm": seconds, "graph": chunk}``
     an armed batch of short calls: the calls are captured once in CUDA graphs of at most ``chunk``
     calls each (their Python, the guards and checks run at the capture) and each such batch replays
@@ -158,10 +162,10 @@ class PerfOps:
 
         answer: dict = {"tampered": []}
         if r.get("arm") and not r.get("profile") and not r.get("gate"):
-            chunk = int(r.get("graph") or 0)
+            chunk, fill = int(r.get("graph") or 0), bool(r.get("fill"))
             if chunk and self.device == "cuda":
-                return self._arm_graph(one, calls, kept, (self.generation, calls, start, chunk), float(r["arm"]))
-            return self._arm(batch, kept, float(r["arm"]))
+                return self._arm_graph(one, calls, kept, (self.generation, calls, start, chunk), float(r["arm"]), fill)
+            return self._arm(batch, kept, float(r["arm"]), fill)
         if r.get("profile"):
             kernels, launched = kernel_audit.profile_batch(batch)
             answer["kernels"] = [[k.name[:300], k.stream, k.kind] for k in kernels][:2000]
@@ -172,18 +176,18 @@ class PerfOps:
         answer["tampered"] = checked.tampered()
         return answer
 
-    def _arm(self, batch, kept: dict, release_s: float) -> dict:
-        gate = device_gate.gate_or_none(self.device)  # None on a CPU: the batch runs at the go
+    def _arm(self, batch, kept: dict, release_s: float, fill: bool = False) -> dict:
+        gate = device_gate.gate_or_none(self.device, fill=fill)  # None on a CPU: the batch runs at the go
         if self.device == "cuda":
             self._sync()
             if gate is None:  # no Triton here: the judge times unarmed batches
                 return {"armed": False}
         self.armed = device_gate.Armed(gate, batch, release_s)
         self.armed_kept = kept
-        return {"armed": True}
+        return {"armed": True, **_gate_report(gate, fill)}
 
-    def _arm_graph(self, one, calls: int, kept: dict, key: tuple, release_s: float) -> dict:
-        gate = device_gate.gate_or_none(self.device)
+    def _arm_graph(self, one, calls: int, kept: dict, key: tuple, release_s: float, fill: bool = False) -> dict:
+        gate = device_gate.gate_or_none(self.device, fill=fill)
         if gate is None:
             return {"armed": False}
         if self.graph is None or self.graph[0] != key:
@@ -198,7 +202,7 @@ class PerfOps:
         self._sync()
         self.armed = device_gate.Armed(gate, lambda: [g.replay() for g in graphs], release_s)
         self.armed_kept = graph_kept  # the graphs' outputs, rewritten by every replay
-        return {"armed": True, "graph": True}
+        return {"armed": True, "graph": True, **_gate_report(gate, fill)}
 
     def go(self) -> dict:
         if self.armed is None:
@@ -241,6 +245,13 @@ class PerfOps:
         t0 = time.perf_counter()
         batch()
         return float(time.perf_counter() - t0)
+
+
+def _gate_report(gate, fill: bool) -> dict:
+    """What an armed answer says of the gate when the judge asked for the filling one."""
+    if not fill or gate is None:
+        return {}
+    return {"gate": {"fills": bool(getattr(gate, "fills", False)), "problem": getattr(gate, "fill_problem", None)}}
 
 
 def _copy_or_sample(t, limit: int, seed, count):

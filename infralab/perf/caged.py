@@ -107,6 +107,9 @@ class CagedPolicy:
     graph_calls: int = 1024  # ... of at most this many calls each (halved when a replay blocks the host behind the
     # gate; benchmarks/probe_graph_gate.py on the H200: a 3,072-call graph did not, 4,096 did, 16 x 512 did not)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
+    gate_fills_device: bool = False  # armed batches wait behind the filling gate (device_gate.DeviceGate): no
+    # kernel of the cage's side streams runs while a batch is enqueued; off until an H200 run shows it costs
+    # the figures nothing (benchmarks/h200_session10.sh)
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
 
@@ -118,10 +121,11 @@ class Bench(Protocol):
                 device: str, poison: bool, poison_bytes: int = 0) -> dict: ...
 
     def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0, graph: int = 0) -> dict: ...
+            arm: float = 0.0, graph: int = 0, fill: bool = False) -> dict: ...
     # keep None: every output of the batch (the judge names the ones it checks at the fetch); arm > 0: an
     # armed batch, released by the cage itself after ``arm`` seconds if go has not come; graph > 0: armed
-    # and replayed from CUDA graphs of at most that many calls each (captured once)
+    # and replayed from CUDA graphs of at most that many calls each (captured once); fill: armed behind
+    # the filling gate
 
     def go(self) -> dict: ...
 
@@ -140,10 +144,10 @@ class RemoteBench:
                                {"op": "perf_prepare", "module": self.module, **request}, slow=True)
 
     def run(self, calls: int, start: int, keep: list[int] | None, *, gate: bool = False, profile: bool = False,
-            arm: float = 0.0, graph: int = 0) -> dict:
+            arm: float = 0.0, graph: int = 0, fill: bool = False) -> dict:
         return self.target.ask(f"{self.module}: {calls} timed calls", {
             "op": "perf_run", "calls": calls, "start": start, "keep": None if keep is None else list(keep),
-            "gate": gate, "profile": profile, "arm": arm, "graph": graph}, slow=gate or profile or graph)
+            "gate": gate, "profile": profile, "arm": arm, "graph": graph, "fill": fill}, slow=gate or profile or graph)
 
     def go(self) -> dict:
         return self.target.ask(f"{self.module}: armed calls", {"op": "perf_go"})
@@ -255,6 +259,7 @@ class _Candidate:
         self.tampered: set[str] = set()
         self.rechecks: list[str] = []  # the whole checks of drawn calls
         self.calls_checked = 0  # timed calls whose outputs the judge checked (every call of every batch)
+        self.gate: dict = {}  # the cage's gate, as its armed answers describe it (fills the device, why not)
 
     def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
         self.batch(1, i)
@@ -271,7 +276,10 @@ class _Candidate:
         self.primed = False
         self.start = 0 if self.graph else start
         if self.armed:  # a cage that cannot arm (no Triton on its device) says so: unarmed from then on
-            answer = self.bench.run(calls, self.start, None, arm=self.policy.arm_release_s, graph=self.graph)
+            answer = self.bench.run(calls, self.start, None, arm=self.policy.arm_release_s, graph=self.graph,
+                                    fill=self.policy.gate_fills_device)
+            if isinstance(answer.get("gate"), dict):
+                self.gate = answer["gate"]
             if answer.get("graph_failed"):
                 raise _GraphFailed(str(answer["graph_failed"]))
             self.primed = self.armed = bool(answer.get("armed"))
@@ -537,7 +545,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
              own_kernels, profile_batches, l2_bytes, cand, chunk: int) -> dict[str, Any]:
     timer = JudgeClock(clock)
-    gate = device_gate.gate_or_none(device) if policy.armed and cand.armed else None
+    gate = device_gate.gate_or_none(device, fill=policy.gate_fills_device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
 
     def use_sets(n: int) -> None:  # the baseline's (the judge's own); the candidate's come fresh per batch
@@ -590,6 +598,12 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     base.sets = []
     if canary is not None:
         canary.sets = []
+    if policy.gate_fills_device and cand.armed:
+        base_fills = gate is not None and bool(getattr(gate, "fills", False))
+        problems = [p for p in (cand.gate.get("problem"), getattr(gate, "fill_problem", None)) if p]
+        if not (cand.gate.get("fills") and base_fills):
+            entry["workload"].setdefault("notes", []).append(
+                tr("gpugrade.gate_not_filling", problem="; ".join(map(str, problems)) or "-"))
     return _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, stopped, audits, l2_bytes,
                     set_bytes, base.armed, base.overhead_s)
 
@@ -671,7 +685,7 @@ def _verdict(entry, challenge, shape, profile, cand, timings, calls, n_sets, sto
         "candidate": cand_t.summary(), "baseline": base_t.summary(),
         "judge_clock": {"batch_ms": round(judge_s * 1e3, 4), "cage_timer_ms": round(inner_s * 1e3, 4),
                         "round_trip_ms": round(cand.overhead_s * 1e3, 4), "armed": cand.armed,
-                        "graph_calls": cand.graph,
+                        "graph_calls": cand.graph, "gate_fills_device": bool(cand.gate.get("fills")),
                         "baseline_armed": base_armed, "baseline_round_trip_ms": round(base_overhead_s * 1e3, 4),
                         "release_ms": _release_medians(cand.breakdowns), "canary": canary,
                         "tolerance": f"{CLOCK_TOLERANCE_REL:.0%} + {CLOCK_TOLERANCE_ABS_S * 1e3:g} ms"},

@@ -3,8 +3,13 @@
 :func:`checked_candidate` takes the implementation the correctness gate calls (every guard of
 grading) and returns the same module's functions for the timed calls, with the checks that cost
 the device nothing: banned torch routines raise, a Triton exercise's call must launch a Triton
-kernel, and every Triton kernel it launches must be one of the submission's own ``@triton.jit``
-functions (an Inductor kernel of ``torch.compile`` is not). There is no second import: a module
+kernel, every Triton kernel it launches must be one of the submission's own ``@triton.jit``
+functions (an Inductor kernel of ``torch.compile`` is not), and every compiled launch must go to
+the stream the call is timed on (the stream current when it began): work launched on a side stream
+runs beside the timed stream, and while an armed batch is enqueued (the judge's clock not yet
+running) it would run untimed. The launch's stream is read at Triton's launcher
+(:func:`infralab.triton_watch.watching`); a launch below it (the launcher's private handle, the
+driver) is left to the profiled batches (:mod:`infralab.perf.kernel_audit`). There is no second import: a module
 cannot behave in the gate and cheat in the timed calls by counting its imports.
 
 Also here, all pure Python over source files and function identities:
@@ -32,6 +37,10 @@ from infralab.i18n import tr
 
 class ForeignKernel(RuntimeError):
     """A timed call launched a Triton kernel that the submission's files do not define."""
+
+
+class SideStreamLaunch(RuntimeError):
+    """A timed call launched a Triton kernel on a CUDA stream other than the one it is timed on."""
 
 
 class NoTimedKernel(RuntimeError):
@@ -201,9 +210,14 @@ class _TimedView:
         if not self._triton:
             with op_guard(where, self._banned):
                 return fn(*args, **kwargs)
+        timed_stream = _current_stream()
         with watching(poison_allocations=False, record_writes=False) as watch, \
                 op_guard(where, self._banned, triton=True):
             result = fn(*args, **kwargs)
+        side = [(name, stream) for name, stream in watch.streams if timed_stream is not None and stream != timed_stream]
+        if side:
+            raise SideStreamLaunch(tr("perf.timed_side_stream", where=where, kernel=side[0][0], stream=side[0][1],
+                                      timed=timed_stream))
         if not watch.launches:
             raise NoTimedKernel(tr("perf.timed_no_launch", where=where))
         foreign = sorted({launch.name for launch in watch.launches if launch.name not in self._own})
@@ -211,6 +225,14 @@ class _TimedView:
             raise ForeignKernel(tr("perf.timed_foreign_launch", where=where, kernels=", ".join(foreign),
                                    own=", ".join(sorted(self._own)) or "-"))
         return result
+
+
+def _current_stream() -> int | None:
+    """The raw handle of the current CUDA stream (what Triton launches on by default), None without CUDA."""
+    import torch
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return int(torch.cuda.current_stream().cuda_stream)
 
 
 def checked_candidate(impl: Any, *, triton: bool, banned: Iterable[str] = ()) -> CheckedCandidate:

@@ -22,11 +22,20 @@ _synchronize = torch.cuda.synchronize  # bound at import, before any student cod
 
 
 class DeviceGate:
-    """A one-block Triton kernel that spins on a pinned host int32 until it holds ``epoch``: the
-    calls enqueued after it wait on the device, not on the host. Raises if Triton cannot compile
-    here (no GPU, no Triton): the caller then times unarmed batches."""
+    """A Triton kernel that spins until a flag holds ``epoch``: the calls enqueued after it wait on
+    the device, not on the host. Raises if Triton cannot compile here (no GPU, no Triton): the
+    caller then times unarmed batches.
 
-    def __init__(self):
+    Two kinds. The one-block gate spins on a pinned host int32 that :meth:`open` writes. The
+    filling gate (``fill=True``) launches as many 1,024-thread blocks as the device holds at once
+    (the SMs' thread slots, capped at 32 registers a thread), spinning on a device int32 that
+    :meth:`open` writes with a host-to-device copy on a stream of its own (the copy engine: no SM is
+    free to run a kernel). While it waits, no kernel of any stream of the process runs: work that a
+    call launches on a side stream while an armed batch is enqueued (the judge's clock not yet
+    running) waits for the release and is timed with the batch. It tests itself when made (a kernel
+    on another stream must not run behind it); ``fill_problem`` says why it fell back to one block."""
+
+    def __init__(self, fill: bool = False):
         import triton
         import triton.language as tl
 
@@ -42,30 +51,71 @@ class DeviceGate:
         self.flag[0] = 1
         self.kernel[(1,)](self.flag, 1)  # compiled now, while nothing waits on it
         _synchronize()
+        self.fills, self.fill_problem = False, None
+        if fill:
+            try:
+                self.fill_problem = self._fill()
+            except Exception as exc:  # noqa: BLE001 - a Triton without maxnreg, ...: the one-block gate
+                self.fill_problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+            self.fills = self.fill_problem is None
+
+    def _fill(self) -> str | None:
+        """Set up the filling gate and test it; None when it holds a kernel of another stream back."""
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        per_sm = max(1, int(getattr(props, "max_threads_per_multi_processor", 2048)) // FILL_THREADS)
+        self.blocks = per_sm * props.multi_processor_count
+        self.device_flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+        self.opener = torch.cuda.Stream()
+        self.fills = True
+        epoch = self.close()
+        probe_stream = torch.cuda.Stream()
+        probe = torch.zeros(1, dtype=torch.int32, device="cuda")
+        with torch.cuda.stream(probe_stream):
+            probe.fill_(1)
+            done = torch.cuda.Event()
+            done.record(probe_stream)
+        time.sleep(FILL_TEST_S)
+        ran = done.query()  # non-blocking: True if the fill ran beside the closed gate
+        self.open(epoch)
+        _synchronize()
+        if ran:
+            self.fills = False
+            return f"a kernel on another stream ran behind the closed gate ({self.blocks} blocks of {FILL_THREADS} threads)"
+        return None
 
     def close(self) -> int:
         self.epoch += 1
-        self.kernel[(1,)](self.flag, self.epoch)
+        if self.fills:
+            self.kernel[(self.blocks,)](self.device_flag, self.epoch, num_warps=FILL_THREADS // 32, maxnreg=32)
+        else:
+            self.kernel[(1,)](self.flag, self.epoch)
         return self.epoch
 
     def open(self, epoch: int) -> None:
         self.flag[0] = epoch
+        if self.fills:
+            with torch.cuda.stream(self.opener):
+                self.device_flag.copy_(self.flag, non_blocking=True)
 
 
-_GATE: list[DeviceGate | None] = []  # this process's gate, made once (its kernel compiles once)
+FILL_THREADS = 1024  # threads of a filling gate's block (the most a block has): 2 blocks fill an H200 SM
+FILL_TEST_S = 0.005  # how long the filling gate's self-test gives a kernel of another stream to run
 
 
-def gate_or_none(device: str) -> DeviceGate | None:
+_GATE: dict[bool, DeviceGate | None] = {}  # this process's gates (one-block, filling), made once each
+
+
+def gate_or_none(device: str, fill: bool = False) -> DeviceGate | None:
     """This process's gate on a CUDA device where Triton works; None elsewhere (a CPU: an armed
-    batch is deferred to its go)."""
+    batch is deferred to its go). ``fill``: the filling gate (its ``fills`` false when it fell back)."""
     if device != "cuda":
         return None
-    if not _GATE:
+    if fill not in _GATE:
         try:
-            _GATE.append(DeviceGate())
+            _GATE[fill] = DeviceGate(fill=fill)
         except Exception:  # noqa: BLE001 - no Triton on this device: unarmed batches
-            _GATE.append(None)
-    return _GATE[0]
+            _GATE[fill] = None
+    return _GATE[fill]
 
 
 def captured(run: Callable[[], None]):
