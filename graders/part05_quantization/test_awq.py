@@ -15,9 +15,11 @@ from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor,
 MODULE = "part05_quantization.awq"
 # Grid-search errors: an s one ulp away (fp32 pow vs the float64 reference, or another equally right
 # operation order) can flip a code at a rounding tie, and a flipped weight of an outlier channel moves
-# the mean error visibly: 0.13% at most over 300 seeds, but the tail is long (1.04% at one seed of
-# a 60-seed sweep: an outlier channel's weight flipped in a 4-row layer); the closest known mistake
-# (max|x|) differs by 6.5% or more. 3% keeps a factor of two from both.
+# the mean error visibly, the more so the fewer output rows share the mean: in a 4-row layer of 256
+# inputs (groups of 128) the solution read 2.6% over 1,000 seeds and 3.6% at one seed in CI (70007),
+# so the defaults test uses 64 rows: at most 0.69% over 5,000 seeds, while the closest known mistake
+# (max|x|) differs by 6.6% or more there (9% or more on the search test's layers). 3% keeps a
+# factor of two from both.
 ERROR_RTOL = 3e-2
 
 
@@ -81,7 +83,7 @@ def test_fake_quantize_handles_constant_groups_and_groups_of_one(impl, gen):
 
 
 def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
-    w, x = outlier_layer(gen, n=16, cin=256, out=4)
+    w, x = outlier_layer(gen, n=16, cin=256, out=64)
     m = impl(MODULE)
     assert_close(m.fake_quantize(w), reference_fake_quantize(w, 4, 128), name="fake_quantize(w) defaults")
     _, _, errors = m.search_scales(w, x)
@@ -94,7 +96,7 @@ def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
     eq, escale, ezero = reference_group_codes(w * s, 4, 128)
     assert_equal(q, eq, name=("awq_quantize defaults: codes (4 bits, groups of 128)",
                               "awq_quantize 默认参数：编码（4 位，每组 128 个）"))
-    assert_close(scale, escale, name=("awq_quantize defaults: scales (4, 2)", "awq_quantize 默认参数：scales (4, 2)"))
+    assert_close(scale, escale, name=("awq_quantize defaults: scales (64, 2)", "awq_quantize 默认参数：scales (64, 2)"))
     _check_chosen_s(s, w, x, 4, 128, 20, "awq_quantize defaults: s (grid of 20)")
 
 
