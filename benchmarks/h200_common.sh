@@ -16,7 +16,7 @@ python3 -c "import numpy, torch, triton, sys; print('python', sys.version.split(
 # were sampled). $1: seconds after T0 by which the last grade starts; $2: the time cap; $3: each grade's limit.
 hostile_vector_add() {
   rm -rf /tmp/h200-hostile-va && mkdir -p /tmp/h200-hostile-va
-  for s in counting side_stream timer_patch wrong_when_timed memo busy_thread; do
+  for s in counting side_stream timer_patch wrong_when_timed memo busy_thread enqueue_side_stream raw_launch_side_stream; do
     cp -r fixtures/submissions_gpu/${s}_vector_add /tmp/h200-hostile-va/
   done
   OUT=$OUT TIMECAP=$2 LIMIT=$3 DEADLINE=$((T0 + $1)) SAMPLES=/tmp/h200-hostile-va \

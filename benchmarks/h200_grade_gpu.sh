@@ -12,12 +12,16 @@
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
 # Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each grade's timeout.
+# GRADE_FLAGS (reference, hostile): more options of grade, e.g. --filling-gate; TAG: a suffix of the phase's
+# output names (two runs of one phase in a call, e.g. TAG=-fill).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
 WORK=${WORK:-/tmp/h200-work}
 LIMIT=${LIMIT:-580}
 PHASE=${1:-reference}
+GRADE_FLAGS=${GRADE_FLAGS:-}
+TAG=${TAG:-}
 CLASS=/tmp/h200-class-$PHASE
 TIMECAP=${TIMECAP:-20}
 ONLY=${ONLY:-}  # e.g. ONLY="vector_add softmax": grade and bench only these part03 exercises
@@ -45,8 +49,8 @@ case "$PHASE" in
       [ "$ex" = --exercise ] && continue
       if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then echo "== $ex: not run (DEADLINE)"; continue; fi
       t0=$(date +%s)
-      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" --exercise "$ex" --gpu --time-cap "$TIMECAP" --jobs 1 \
-        --out "$WORK/h200-grade-gpu-reference/$ex" 2>&1 | tail -3 | cut -c1-300
+      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" --exercise "$ex" --gpu --time-cap "$TIMECAP" --jobs 1 $GRADE_FLAGS \
+        --out "$WORK/h200-grade-gpu-reference$TAG/$ex" 2>&1 | tail -3 | cut -c1-300
       echo "== $ex: $(( $(date +%s) - t0 )) s"
     done ;;
   hostile)  # each sample graded on the exercises it submits (the stubs of the others would only fail)
@@ -56,8 +60,8 @@ case "$PHASE" in
       rm -rf "$CLASS" && mkdir -p "$CLASS" && cp -r "$d" "$CLASS/"
       mine=$(cd "$d" && find . -name '*.py' | sed 's|^\./||; s|/|.|; s|\.py$||' | sed 's/^/--exercise /' | tr '\n' ' ')
       echo "== $(date +%T) $name: $mine"
-      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $mine --gpu --time-cap "$TIMECAP" --jobs 1 \
-        --out "$WORK/h200-grade-gpu-hostile/$name" 2>&1 | tail -3 | cut -c1-300
+      timeout "$LIMIT" python3 -m infralab.cli grade "$CLASS" $mine --gpu --time-cap "$TIMECAP" --jobs 1 $GRADE_FLAGS \
+        --out "$WORK/h200-grade-gpu-hostile$TAG/$name" 2>&1 | tail -3 | cut -c1-300
     done
     ;;
   bench)
@@ -71,7 +75,7 @@ json.dump([json.load(open(p)) for p in sys.argv[2:]], open(sys.argv[1], "w"), in
 PY
     ;;
 esac
-[ -d "$WORK/h200-grade-gpu-$PHASE" ] && python3 benchmarks/perf_summary.py "$WORK/h200-grade-gpu-$PHASE" | tee "$OUT/h200-grade-gpu-$PHASE-summary.txt"
+[ -d "$WORK/h200-grade-gpu-$PHASE$TAG" ] && python3 benchmarks/perf_summary.py "$WORK/h200-grade-gpu-$PHASE$TAG" | tee "$OUT/h200-grade-gpu-$PHASE$TAG-summary.txt"
 [ "$PHASE" = bench ] && python3 benchmarks/perf_summary.py "$OUT/h200-grade-gpu-bench.json" | tee "$OUT/h200-grade-gpu-bench-summary.txt"
-[ -d "$WORK/h200-grade-gpu-$PHASE" ] && tar czf "$OUT/h200-grade-gpu-$PHASE.tgz" -C "$WORK" "h200-grade-gpu-$PHASE"
+[ -d "$WORK/h200-grade-gpu-$PHASE$TAG" ] && tar czf "$OUT/h200-grade-gpu-$PHASE$TAG.tgz" -C "$WORK" "h200-grade-gpu-$PHASE$TAG"
 exit 0

@@ -67,13 +67,20 @@ class _OpGuard(TorchDispatchMode):
     """Sees every aten op the call runs; raises BannedCall on a banned class (and, in a Triton
     exercise, on anything but allocate/view/copy/cast/fill)."""
 
-    def __init__(self, where: str, banned: frozenset[str], triton: bool, on_flag: Flagger | None):
+    def __init__(self, where: str, banned: frozenset[str], triton: bool, on_flag: Flagger | None,
+                 stream: int | None = None):
         super().__init__()
-        self.where, self.banned, self.triton, self.on_flag = where, banned, triton, on_flag
+        self.where, self.banned, self.triton, self.on_flag, self.stream = where, banned, triton, on_flag, stream
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         cls = op_class(name)
+        if self.stream is not None:
+            current = int(torch.cuda.current_stream().cuda_stream)
+            if current != self.stream:
+                self._refuse(f"{self.where} ran aten.{name} on CUDA stream {current:#x}",
+                             tr("integrity.op_side_stream", where=self.where, op=f"aten.{name}", stream=current,
+                                timed=self.stream))
         if cls in self.banned:
             message = tr("integrity.banned", where=self.where, op=f"aten.{name}", op_class=cls,
                          banned=", ".join(sorted(self.banned)))
@@ -184,10 +191,12 @@ def checked_call(fn: Callable, args: tuple, kwargs: dict, *, where: str, banned:
 
 @contextlib.contextmanager
 def op_guard(where: str, banned: Iterable[str] = (), triton: bool = False,
-             on_flag: Flagger | None = None) -> Iterator[None]:
+             on_flag: Flagger | None = None, stream: int | None = None) -> Iterator[None]:
     """The dispatch-level check of :func:`checked_call` alone (no input check, no kernel-output
-    evidence): what costs nothing on the device, for the timed calls of a performance challenge."""
-    mode = _OpGuard(where, ban_classes(banned), triton, on_flag)
+    evidence): what costs nothing on the device, for the timed calls of a performance challenge.
+    ``stream``: the raw CUDA stream the call is timed on; an op issued while another stream is
+    current raises (work beside the timed stream would escape the judge's clock)."""
+    mode = _OpGuard(where, ban_classes(banned), triton, on_flag, stream)
     with mode:
         yield
         _check_on_stack(mode, where, on_flag)

@@ -291,11 +291,12 @@ def test_a_timed_call_launching_on_a_side_stream_is_refused_with_the_streams(mon
         return x.clone()
 
     monkeypatch.setattr(checked, "_current_stream", lambda: 7)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=7))
     view = checked._TimedView(types.SimpleNamespace(add=add), "add.py", (), True,
                               frozenset({"decode_kernel", "copy_kernel"}))
     with pytest.raises(checked.SideStreamLaunch) as err:
         view.add(torch.ones(2), torch.ones(2))
-    assert "decode_kernel" in str(err.value) and "13" in str(err.value) and "(7)" in str(err.value)
+    assert "decode_kernel" in str(err.value) and "0xd" in str(err.value) and "(0x7)" in str(err.value)
     launched.clear()
 
     def honest(x, y):
@@ -306,3 +307,27 @@ def test_a_timed_call_launching_on_a_side_stream_is_refused_with_the_streams(mon
         return x.clone()
     view = checked._TimedView(types.SimpleNamespace(add=honest), "add.py", (), True, frozenset({"copy_kernel"}))
     assert torch.equal(view.add(torch.ones(2), torch.ones(2)), torch.ones(2))
+
+
+def test_a_timed_torch_op_issued_on_a_side_stream_is_refused_at_the_dispatcher(monkeypatch):
+    """The same rule for torch ops, at the aten dispatcher: an op issued while another stream is current
+    (``with torch.cuda.stream(side): ...``) would run beside the judge's clock."""
+    import types
+
+    from infralab.guards import BannedCall
+    from infralab.perf import checked
+    current = {"stream": 7}
+    monkeypatch.setattr(checked, "_current_stream", lambda: 7)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=current["stream"]))
+
+    def add(x, y):
+        current["stream"] = 13  # what entering torch.cuda.stream(side) does
+        try:
+            return x + y
+        finally:
+            current["stream"] = 7
+    view = checked._TimedView(types.SimpleNamespace(add=add, mul=lambda x, y: x * y), "add.py", (), False, frozenset())
+    with pytest.raises(BannedCall) as err:
+        view.add(torch.ones(2), torch.ones(2))
+    assert "aten.add" in str(err.value) and "0xd" in str(err.value) and "0x7" in str(err.value)
+    assert torch.equal(view.mul(torch.ones(2), torch.ones(2)), torch.ones(2))  # on the timed stream: fine

@@ -116,6 +116,12 @@ MESSAGES = {
         "with --gpu: seconds of sampling per challenge shape, candidate and baseline together (default 20)",
         "配合 --gpu：每个挑战形状的采样秒数，候选实现与基线合计（默认 20）",
     ),
+    "help.grade.filling_gate": (
+        "with --gpu (experimental): armed batches wait behind a gate kernel that fills every SM, so no work of a "
+        "submission's side streams runs before the judge's clock starts (docs/grading.md)",
+        "配合 --gpu（实验性）：预备批次在占满所有 SM 的闸门内核之后等待，提交代码副流上的工作无法在评测时钟"
+        "启动前运行（docs/grading.md）",
+    ),
     "help.grade.memory": ("GiB of address space for the executor (CPU only)", "执行器的地址空间大小，单位 GiB（仅 CPU）"),
     "help.grade.backend": (
         "where submissions are graded in parallel: a local pool or Ray tasks (default: %(default)s)",
@@ -305,6 +311,10 @@ MESSAGES = {
     "help.pytest.perf_time_cap": (
         "with --gpu: seconds of sampling per performance challenge shape (infralab grade --time-cap)",
         "配合 --gpu：每个性能挑战形状的采样秒数（infralab grade --time-cap）",
+    ),
+    "help.pytest.perf_filling_gate": (
+        "with --gpu: armed batches wait behind the filling device gate (infralab grade --filling-gate)",
+        "配合 --gpu：预备批次在占满设备的闸门之后等待（infralab grade --filling-gate）",
     ),
     "help.pytest.record_mode": (
         "the mode written into the record (check, grade, validate)",

@@ -99,6 +99,12 @@ MESSAGES = {
         "yourself (banned here: {banned})",
         "{where} 调用了 {op}（{op_class} 类例程），本练习禁止使用：请自己实现这部分计算（本练习禁止：{banned}）",
     ),
+    "integrity.op_side_stream": (
+        "{where} ran {op} on CUDA stream {stream:#x}, not on the stream it is timed on ({timed:#x}): work on a "
+        "side stream runs beside the judge's clock; issue every op and kernel of a timed call on the current stream",
+        "{where} 在 CUDA 流 {stream:#x} 上执行了 {op}，而不是在计时所用的流（{timed:#x}）上：副流上的工作"
+        "在评测时钟之外运行；计时调用中的每个算子和内核都必须在当前流上发出",
+    ),
     "integrity.triton_torch_side": (
         "{where} called {op} in torch: in a Triton exercise the torch side may only allocate, view, copy, "
         "cast and fill; compute in your @triton.jit kernels",

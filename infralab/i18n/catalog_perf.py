@@ -32,9 +32,9 @@ MESSAGES = {
         "{where}：一次计时调用没有启动任何 Triton 内核（用 torch 计算，或只在部分调用中启动）",
     ),
     "perf.timed_side_stream": (
-        "{where}: a timed call launched Triton kernel {kernel} on CUDA stream {stream}, not on the stream it is "
-        "timed on ({timed}): work on a side stream runs beside the timed stream, untimed while the batch is enqueued",
-        "{where}：一次计时调用在 CUDA 流 {stream} 上启动了 Triton 内核 {kernel}，而不是在计时所用的流（{timed}）上："
+        "{where}: a timed call launched Triton kernel {kernel} on CUDA stream {stream:#x}, not on the stream it is "
+        "timed on ({timed:#x}): work on a side stream runs beside the timed stream, untimed while the batch is enqueued",
+        "{where}：一次计时调用在 CUDA 流 {stream:#x} 上启动了 Triton 内核 {kernel}，而不是在计时所用的流（{timed:#x}）上："
         "旁路流上的工作与计时流并行执行，在批次入队期间不被计时",
     ),
     "perf.timed_foreign_launch": (

@@ -108,8 +108,8 @@ class CagedPolicy:
     # gate; benchmarks/probe_graph_gate.py on the H200: a 3,072-call graph did not, 4,096 did, 16 x 512 did not)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
     gate_fills_device: bool = False  # armed batches wait behind the filling gate (device_gate.DeviceGate): no
-    # kernel of the cage's side streams runs while a batch is enqueued; off until an H200 run shows it costs
-    # the figures nothing (benchmarks/h200_session10.sh)
+    # kernel of the cage's side streams runs while a batch is enqueued; off (grade --filling-gate turns it on)
+    # until an H200 run shows it costs the figures nothing (benchmarks/h200_session10.sh)
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
 
@@ -713,11 +713,13 @@ def _l2(device: str) -> int:
 
 def measure_in_cage(remote_module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
                     exercise: str, target: str, triton: bool, device: str = "cuda",
-                    time_cap_s: float | None = None) -> dict[str, Any]:
+                    time_cap_s: float | None = None, filling_gate: bool = False) -> dict[str, Any]:
     """``grade --gpu``: one challenge shape of an isolated ``impl`` module, on the judge's clock
-    (``time_cap_s``: seconds of sampling for the shape, ``grade --time-cap``)."""
+    (``time_cap_s``: seconds of sampling for the shape, ``grade --time-cap``; ``filling_gate``:
+    ``grade --filling-gate``)."""
     own, problem = submitted_kernels(remote_module)
-    policy = CagedPolicy() if time_cap_s is None else CagedPolicy(time_cap_s=time_cap_s)
+    policy = CagedPolicy(gate_fills_device=filling_gate,
+                         **({} if time_cap_s is None else {"time_cap_s": time_cap_s}))
     return run_caged_challenge(RemoteBench(remote_module), challenge, shape, profile, exercise=exercise,
                                target=target, own_kernels=own if triton else frozenset(), triton=triton,
                                source_problem=problem if triton else None, device=device, policy=policy)

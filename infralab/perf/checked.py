@@ -4,12 +4,14 @@
 grading) and returns the same module's functions for the timed calls, with the checks that cost
 the device nothing: banned torch routines raise, a Triton exercise's call must launch a Triton
 kernel, every Triton kernel it launches must be one of the submission's own ``@triton.jit``
-functions (an Inductor kernel of ``torch.compile`` is not), and every compiled launch must go to
-the stream the call is timed on (the stream current when it began): work launched on a side stream
-runs beside the timed stream, and while an armed batch is enqueued (the judge's clock not yet
-running) it would run untimed. The launch's stream is read at Triton's launcher
-(:func:`infralab.triton_watch.watching`); a launch below it (the launcher's private handle, the
-driver) is left to the profiled batches (:mod:`infralab.perf.kernel_audit`). There is no second import: a module
+functions (an Inductor kernel of ``torch.compile`` is not), and every compiled launch and every
+aten op must go to the stream the call is timed on (the stream current when it began): work
+launched on a side stream runs beside the timed stream, and while an armed batch is enqueued (the
+judge's clock not yet running) it would run untimed. A launch's stream is read at Triton's launcher
+(:func:`infralab.triton_watch.watching`), an op's at the aten dispatcher (the current stream when
+it is issued, :func:`infralab.guards.op_guard`); a launch below the launcher (its private handle,
+the driver) is left to the profiled batches (:mod:`infralab.perf.kernel_audit`) and, once it is on,
+the filling gate (:mod:`infralab.perf.device_gate`). There is no second import: a module
 cannot behave in the gate and cheat in the timed calls by counting its imports.
 
 Also here, all pure Python over source files and function identities:
@@ -207,12 +209,12 @@ class _TimedView:
     def _call(self, fn, where: str, *args, **kwargs):
         from infralab.guards import op_guard
         from infralab.triton_watch import watching
-        if not self._triton:
-            with op_guard(where, self._banned):
-                return fn(*args, **kwargs)
         timed_stream = _current_stream()
+        if not self._triton:
+            with op_guard(where, self._banned, stream=timed_stream):
+                return fn(*args, **kwargs)
         with watching(poison_allocations=False, record_writes=False) as watch, \
-                op_guard(where, self._banned, triton=True):
+                op_guard(where, self._banned, triton=True, stream=timed_stream):
             result = fn(*args, **kwargs)
         side = [(name, stream) for name, stream in watch.streams if timed_stream is not None and stream != timed_stream]
         if side:
