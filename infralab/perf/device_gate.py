@@ -66,18 +66,21 @@ class DeviceGate:
         self.blocks = per_sm * props.multi_processor_count
         self.device_flag = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.opener = torch.cuda.Stream()
-        self.fills = True
-        epoch = self.close()
         probe_stream = torch.cuda.Stream()
         probe = torch.zeros(1, dtype=torch.int32, device="cuda")
-        with torch.cuda.stream(probe_stream):
-            probe.fill_(1)
-            done = torch.cuda.Event()
-            done.record(probe_stream)
-        time.sleep(FILL_TEST_S)
-        ran = done.query()  # non-blocking: True if the fill ran beside the closed gate
-        self.open(epoch)
+        done = torch.cuda.Event()
         _synchronize()
+        self.fills = True
+        epoch = self.close()
+        try:  # whatever happens, the gate opens: a closed filling gate would hold the device for good
+            with torch.cuda.stream(probe_stream):
+                probe.fill_(1)
+                done.record(probe_stream)
+            time.sleep(FILL_TEST_S)
+            ran = done.query()  # non-blocking: True if the fill ran beside the closed gate
+        finally:
+            self.open(epoch)
+            _synchronize()
         if ran:
             self.fills = False
             return f"a kernel on another stream ran behind the closed gate ({self.blocks} blocks of {FILL_THREADS} threads)"
