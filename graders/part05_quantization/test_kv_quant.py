@@ -146,6 +146,10 @@ def test_values_per_token_keep_every_tokens_relative_error_small(impl, gen):
     v = randn(1, 2, 24, 16, generator=gen) * torch.logspace(-2, 1, 24).reshape(1, 1, 24, 1)
     m = impl(MODULE)
     v_hat = check_tensor(m.dequantize_kv(*m.quantize_kv(v, "int8", "token")), shape=tuple(v.shape), name="v_hat")
-    relative = (v_hat - v).abs().amax(-1) / v.abs().amax(-1)
-    if torch.isnan(relative).any() or float(relative.max()) > (1 + 1e-5) / 254:
+    amax = v.abs().amax(-1, keepdim=True)
+    relative = ((v_hat - v).abs().amax(-1) / amax.squeeze(-1)).double()
+    # 1/254, plus fp32's rounding of v / scale and q * scale (a value exactly between two steps read
+    # 1/254 + 1.1e-5 relative at seed 95084): the stub's own bound, at the per-token scale amax / 127
+    bound = round_trip_bound(v, amax / 127, "int8").amax(-1) / amax.squeeze(-1).double()
+    if torch.isnan(relative).any() or bool((relative > bound).any()):
         raise Mismatch(tr("part05.kv_quant.v_token_relative", worst=f"{float(relative.max()):.3g}"), AXIS_SWAPPED)
