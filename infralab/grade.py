@@ -118,8 +118,8 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
         if device is not None:
             env["CUDA_VISIBLE_DEVICES"] = device
         env.pop("TRITON_INTERPRET", None)
-        extra = ["--gpu", "--perf-time-cap", str(opts.time_cap_s), *(["--perf-filling-gate"] if opts.filling_gate else []),
-                 *perf_cases(course, chosen)]
+        extra = ["--gpu", "--perf-time-cap", str(opts.time_cap_s),
+                 *(["--perf-filling-gate"] if opts.filling_gate else []), *perf_cases(course, chosen)]
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
                   seed=opts.seed, isolated=True, extra_args=extra)
     # a safety net only: every exercise's executor budget, plus the judge's own work

@@ -63,6 +63,11 @@ class GuardDisabled(RuntimeError):
 Flagger = Callable[[str, str], None]
 
 
+def current_stream_handle() -> int:
+    """The raw handle of the current CUDA stream (what Triton and aten launch on)."""
+    return int(torch.cuda.current_stream().cuda_stream)
+
+
 class _OpGuard(TorchDispatchMode):
     """Sees every aten op the call runs; raises BannedCall on a banned class (and, in a Triton
     exercise, on anything but allocate/view/copy/cast/fill)."""
@@ -76,7 +81,7 @@ class _OpGuard(TorchDispatchMode):
         name = func.overloadpacket.__name__
         cls = op_class(name)
         if self.stream is not None:
-            current = int(torch.cuda.current_stream().cuda_stream)
+            current = current_stream_handle()
             if current != self.stream:
                 self._refuse(f"{self.where} ran aten.{name} on CUDA stream {current:#x}",
                              tr("integrity.op_side_stream", where=self.where, op=f"aten.{name}", stream=current,

@@ -96,7 +96,8 @@ def test_defaults_are_4_bits_groups_of_128_and_a_grid_of_20(impl, gen):
     eq, escale, ezero = reference_group_codes(w * s, 4, 128)
     assert_equal(q, eq, name=("awq_quantize defaults: codes (4 bits, groups of 128)",
                               "awq_quantize 默认参数：编码（4 位，每组 128 个）"))
-    assert_close(scale, escale, name=("awq_quantize defaults: scales (64, 2)", "awq_quantize 默认参数：scales (64, 2)"))
+    assert_close(scale, escale, name=("awq_quantize defaults: scales (64, 2)",
+                                      "awq_quantize 默认参数：scales (64, 2)"))
     _check_chosen_s(s, w, x, 4, 128, 20, "awq_quantize defaults: s (grid of 20)")
 
 

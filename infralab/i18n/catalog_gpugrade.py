@@ -42,6 +42,10 @@ MESSAGES = {
         "要求使用占满设备的闸门，但有一方仍在单块闸门之后等待（{problem}）：批次入队期间候选在旁路流上启动的内核"
         "可能在裁判计时开始前运行",
     ),
+    "gpugrade.gate_fill_test_failed": (
+        "its self-test saw a kernel on another stream run behind the closed gate ({blocks} blocks of {threads} threads)",
+        "自检发现另一个流上的内核在关闭的闸门之后运行了（{blocks} 个块，每块 {threads} 个线程）",
+    ),
     "gpugrade.graph_blocked": (
         "replaying a CUDA graph of {calls} calls behind the device-side wait blocked the host (released after "
         "{seconds:g} s): timed again with graphs of half as many calls",

@@ -232,9 +232,11 @@ class _TimedView:
 def _current_stream() -> int | None:
     """The raw handle of the current CUDA stream (what Triton launches on by default), None without CUDA."""
     import torch
+
+    from infralab.guards import current_stream_handle
     if not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return None
-    return int(torch.cuda.current_stream().cuda_stream)
+    return current_stream_handle()
 
 
 def checked_candidate(impl: Any, *, triton: bool, banned: Iterable[str] = ()) -> CheckedCandidate:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import torch
 
+from infralab.i18n import tr
+
 _synchronize = torch.cuda.synchronize  # bound at import, before any student code runs
 
 
@@ -83,7 +85,7 @@ class DeviceGate:
             _synchronize()
         if ran:
             self.fills = False
-            return f"a kernel on another stream ran behind the closed gate ({self.blocks} blocks of {FILL_THREADS} threads)"
+            return tr("gpugrade.gate_fill_test_failed", blocks=self.blocks, threads=FILL_THREADS)
         return None
 
     def close(self) -> int:
