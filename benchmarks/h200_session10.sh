@@ -5,6 +5,7 @@
 #                                           # kernel[grid] and a raw _run launch on a side stream, its cost on
 #                                           # armed vector_add batches) and the footprint question of #12(a);
 #                                           # grade --gpu of the three newest vector_add samples, gate as it is
+#                                           # (ONE_DEADLINE: seconds after the start by which the last one starts)
 #   bash benchmarks/h200_session10.sh two    # the same three samples with --filling-gate; grade --gpu of the
 #                                           # reference vector_add (both shapes) with and without it (the 2% rule)
 #   bash benchmarks/h200_session10.sh three  # if two showed the filling gate sound and free: every hostile
@@ -25,7 +26,7 @@ case "${1:-one}" in
     stamp "probe: footprint"
     timeout 120 python3 benchmarks/probe_footprint.py > "$LOGS/probe-footprint.txt" 2>&1
     stamp "grade --gpu: the newest hostile samples, one-block gate"
-    newest_samples "" "" 560 ;;
+    newest_samples "" "" "${ONE_DEADLINE:-560}" ;;
   two)
     stamp "grade --gpu: the newest hostile samples, filling gate"
     newest_samples -fill --filling-gate 250
