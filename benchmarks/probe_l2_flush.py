@@ -1,6 +1,6 @@
 """Does the L2 flush's dirty data count against a memory-bound kernel? (issue #16, the W4A16 bars)
 
-    python3 benchmarks/probe_l2_flush.py [--out FILE]   # H200: about a minute (autotuning included)
+    python3 benchmarks/probe_l2_flush.py [--out FILE]   # a GPU (autotuning included); not yet run
     python3 benchmarks/probe_l2_flush.py --ncu          # one warmed-up batch-1 call between
                                                         # cudaProfilerStart/Stop, for ncu
 
@@ -43,6 +43,11 @@ class CleanFlushTimer(CudaTimer):
         self._sink = self._flush.view(-1, 4096).amax(dim=0)
 
 
+def call_asm(inputs: dict, **settings):
+    """benchmarks/w4a16_gemv_asm.py on the workload's inputs (settings: subnormal, split_k, x_vector)."""
+    return ASM.w4a16_matmul(**{k: inputs[k] for k in ("x", "qweight", "scales", "zeros", "group_size")}, **settings)
+
+
 class NoFlushTimer(CudaTimer):
     def flush_l2(self) -> None:
         pass
@@ -82,9 +87,8 @@ def main() -> int:
             for subnormal, split, xv in ((False, 4, False), (False, 4, True), (False, 8, True), (False, 16, True),
                                          (True, 8, True), (True, 16, True)):
                 name = f"asm{' subnormal' if subnormal else ''}{' xv' if xv else ''} split {split}"
-                run = (lambda s=subnormal, k=split, v=xv: ASM.w4a16_matmul(  # noqa: B023
-                    **{key: inputs[key] for key in ("x", "qweight", "scales", "zeros", "group_size")},
-                    subnormal=s, split_k=k, x_vector=v))
+                run = (lambda s=subnormal, k=split, v=xv: call_asm(inputs, subnormal=s, split_k=k,  # noqa: B023
+                                                                    x_vector=v))
                 try:
                     asm_problem = check_outputs(wl, run(), inputs, wl.options)
                 except Exception as exc:  # noqa: BLE001
@@ -96,8 +100,7 @@ def main() -> int:
             if m == 1:
                 calls = [runners["reference"]]
                 try:
-                    asm = (lambda: ASM.w4a16_matmul(**{k: inputs[k] for k in (  # noqa: B023
-                        "x", "qweight", "scales", "zeros", "group_size")}, split_k=8, x_vector=True))
+                    asm = (lambda: call_asm(inputs, split_k=8, x_vector=True))  # noqa: B023
                     asm()
                     calls.append(asm)
                 except Exception as exc:  # noqa: BLE001

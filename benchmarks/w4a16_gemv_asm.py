@@ -1,12 +1,12 @@
 """An experiment for issue #16: the batch-1 W4A16 product with packed bf16x2 arithmetic (GPU only).
 
-The reference's GEMV spends about three instructions per code (a shift, a LOP3 that makes 16 + code an
-fp32, one FFMA). Here one PTX block per 32-bit word (eight codes) does it two codes at a time: a LOP3
+The reference's GEMV spends a shift, a LOP3 (16 + code as an fp32) and an FFMA per code. Here one PTX block per 32-bit word (eight codes) does it two codes at a time: a LOP3
 turns nibbles i and i + 4 into the bf16 pair (128 + code, 128 + code') (bf16's 128 has a unit last
 place, so 0x4300 | code is 128 + code exactly), a bf16x2 subtraction of (128 + zero) leaves the exact
 integers code - zero, and bf16x2 multiply-adds with the matching activation pairs sum the word's eight
 products in bf16 (four roundings of 2^-9), added once into the fp32 accumulator times the row's scale.
-About 2.4 instructions per code instead of 3. Not the reference: timed by benchmarks/probe_l2_flush.py.
+sm_90 SASS of the loop (compiled on a CPU with triton's ptxas): 5.2-7.8 instructions per weight byte
+at 16-64 rows a warp, against the reference's 8.0-11.9. Not the reference: timed by benchmarks/probe_l2_flush.py.
 """
 from __future__ import annotations
 
@@ -14,56 +14,32 @@ import torch
 import triton
 import triton.language as tl
 
-# $0: out (f32), $1: word (eight codes), $2: (128 + zero) as a bf16 pair, $3..$6: activation pairs
-# (x_i, x_{i+4}) for i = 0..3 (x_i in the low half, as nibble i of the word)
-_WORD_DOT = tl.constexpr("""
-{
-.reg .b32 t, c0, c1, c2, c3, a, lo, hi;
-lop3.b32 c0, $1, 0x000F000F, 0x43004300, 0xEA;
-shr.u32 t, $1, 4;
-lop3.b32 c1, t, 0x000F000F, 0x43004300, 0xEA;
-shr.u32 t, $1, 8;
-lop3.b32 c2, t, 0x000F000F, 0x43004300, 0xEA;
-shr.u32 t, $1, 12;
-lop3.b32 c3, t, 0x000F000F, 0x43004300, 0xEA;
-sub.rn.bf16x2 c0, c0, $2;
-sub.rn.bf16x2 c1, c1, $2;
-sub.rn.bf16x2 c2, c2, $2;
-sub.rn.bf16x2 c3, c3, $2;
-mul.rn.bf16x2 a, c0, $3;
-fma.rn.bf16x2 a, c1, $4, a;
-fma.rn.bf16x2 a, c2, $5, a;
-fma.rn.bf16x2 a, c3, $6, a;
-shl.b32 lo, a, 16;
-and.b32 hi, a, 0xFFFF0000;
-add.f32 $0, lo, hi;
-}
-""")
+from solutions.part05_quantization.w4a16 import _split_k_sum_kernel, _tile_range
+
+def _word_dot(extract: str, subtract_zero: bool) -> tl.constexpr:
+    """The PTX block of one word. $0: out (f32), $1: the word (eight codes), $2: (128 + zero) as a bf16
+    pair, $3..$6: activation pairs (x_i, x_{i+4}) for i = 0..3 (x_i in the low half, as nibble i).
+    ``extract``: the instruction that makes code pair i from the shifted word (c from t)."""
+    lines = [".reg .b32 t, c0, c1, c2, c3, a, lo, hi;"]
+    for i in range(4):
+        source = "$1" if i == 0 else "t"
+        if i:
+            lines.append(f"shr.u32 t, $1, {4 * i};")
+        lines.append(extract.format(c=f"c{i}", t=source))
+    if subtract_zero:
+        lines += [f"sub.rn.bf16x2 c{i}, c{i}, $2;" for i in range(4)]
+    lines += ["mul.rn.bf16x2 a, c0, $3;"] + [f"fma.rn.bf16x2 a, c{i}, ${i + 3}, a;" for i in range(1, 4)]
+    lines += ["shl.b32 lo, a, 16;", "and.b32 hi, a, 0xFFFF0000;", "add.f32 $0, lo, hi;"]
+    return tl.constexpr("{\n" + "\n".join(lines) + "\n}")
 
 
+# (128 + code) pairs, then code - zero exactly
+_WORD_DOT = _word_dot("lop3.b32 {c}, {t}, 0x000F000F, 0x43004300, 0xEA;", subtract_zero=True)
 # SUBNORMAL: the codes as bf16 subnormals (the nibble alone: code * 2^-133, no bias to subtract), times
 # activation pairs scaled by 2^120 (products code * x * 2^-13, normal); the zero point comes out per row and
-# tile, zero * sum x, as the reference's GEMV folds it. Two instructions a pair fewer, if the bf16x2 FMA keeps
-# subnormal inputs (the correctness check says).
-_WORD_DOT_SUBNORMAL = tl.constexpr("""
-{
-.reg .b32 t, c0, c1, c2, c3, a, lo, hi;
-and.b32 c0, $1, 0x000F000F;
-shr.u32 t, $1, 4;
-and.b32 c1, t, 0x000F000F;
-shr.u32 t, $1, 8;
-and.b32 c2, t, 0x000F000F;
-shr.u32 t, $1, 12;
-and.b32 c3, t, 0x000F000F;
-mul.rn.bf16x2 a, c0, $3;
-fma.rn.bf16x2 a, c1, $4, a;
-fma.rn.bf16x2 a, c2, $5, a;
-fma.rn.bf16x2 a, c3, $6, a;
-shl.b32 lo, a, 16;
-and.b32 hi, a, 0xFFFF0000;
-add.f32 $0, lo, hi;
-}
-""")
+# tile, zero * sum x, as the reference's GEMV folds it. Four instructions a word fewer, if the bf16x2 FMA keeps
+# subnormal inputs (the probe's correctness check says).
+_WORD_DOT_SUBNORMAL = _word_dot("and.b32 {c}, {t}, 0x000F000F;", subtract_zero=False)
 
 
 @triton.jit
@@ -103,10 +79,7 @@ def _gemv_bf16x2_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     in_n = offs_n < N
     offs_q = tl.arange(0, WORDS)
-    tiles = K // BLOCK_K
-    per_split = tl.cdiv(tiles, SPLIT_K)
-    t_begin = split * per_split
-    t_end = tl.minimum(tiles, t_begin + per_split)
+    t_begin, t_end = _tile_range(K, BLOCK_K, SPLIT_K, split)
     acc = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
     zero_terms = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for t in tl.range(t_begin, t_end, num_stages=STAGES):
@@ -143,15 +116,6 @@ def _gemv_bf16x2_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride
     tl.store(out_ptr + split * stride_os + offs_n, tl.sum(acc, axis=1) - zero_terms, mask=in_n)
 
 
-@triton.jit
-def _sum_splits(partial_ptr, out_ptr, N, SPLIT_K, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in range(0, SPLIT_K):
-        acc += tl.load(partial_ptr + s * N + offs, mask=offs < N, other=0.0)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=offs < N)
-
-
 def w4a16_matmul(x, qweight, scales, zeros, group_size, subnormal=False, split_k=4, x_vector=False):
     """Batch 1, bf16, groups of 128 (the challenge's batch-1 shape) only."""
     assert x.shape[0] == 1 and x.dtype == torch.bfloat16 and group_size == 128
@@ -163,5 +127,5 @@ def w4a16_matmul(x, qweight, scales, zeros, group_size, subnormal=False, split_k
         xp, w, scales, zeros, partial, N, K, w.stride(0), scales.stride(0), zeros.stride(0), partial.stride(0),
         split_k, GROUP=group_size, BLOCK_K=128, SUBNORMAL=subnormal, X_VECTOR=x_vector)
     out = torch.empty((1, N), dtype=x.dtype, device=x.device)
-    _sum_splits[(triton.cdiv(N, 1024),)](partial, out, N, split_k, BLOCK=1024)
+    _split_k_sum_kernel[(triton.cdiv(N, 1024),)](partial, out, 1, N, split_k, out.stride(0), out.stride(1), BLOCK=1024)
     return out
