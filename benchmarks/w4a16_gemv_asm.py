@@ -1,6 +1,7 @@
 """An experiment for issue #16: the batch-1 W4A16 product with packed bf16x2 arithmetic (GPU only).
 
-The reference's GEMV spends a shift, a LOP3 (16 + code as an fp32) and an FFMA per code. Here one PTX block per 32-bit word (eight codes) does it two codes at a time: a LOP3
+The reference's GEMV spends a shift, a LOP3 (16 + code as an fp32) and an FFMA per code. Here one PTX
+block per 32-bit word (eight codes) does it two codes at a time: a LOP3
 turns nibbles i and i + 4 into the bf16 pair (128 + code, 128 + code') (bf16's 128 has a unit last
 place, so 0x4300 | code is 128 + code exactly), a bf16x2 subtraction of (128 + zero) leaves the exact
 integers code - zero, and bf16x2 multiply-adds with the matching activation pairs sum the word's eight
