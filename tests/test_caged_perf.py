@@ -3,6 +3,7 @@ outputs itself (timed batches too), times batches on its own clock less the roun
 cage timer that disagrees. The executor's side is a fake here (its own tests: test_caged_perf_cage.py)."""
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -392,6 +393,20 @@ def test_armed_batches_are_capped_so_the_launch_queue_holds_them(eager_baseline)
     assert max(r["calls"] for r in bench.requests if r["arm"]) == 64
 
 
+def test_batches_are_sized_from_a_batch_not_from_a_lone_call(eager_baseline):
+    """A lone call also holds the cage's handling of the request (go_extra here, 0.2-0.5 ms on a GPU);
+    sized from it, a 10 us kernel's batches would hold 10 calls, mostly that handling."""
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-5)
+    bench = FakeBench(Right, clock, per_call=1e-5, go_extra=4e-4)
+    e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "graphs": False}))
+    lone = math.ceil(SMALL.batch_target_s / (1e-5 + 4e-4))
+    sizing = [r["calls"] for r in bench.requests if r["arm"] and r["calls"] > 1][:3]
+    assert sizing[0] == lone and sizing == sorted(sizing)
+    assert e["workload"]["calls_per_sample"]["candidate"] >= 10 * lone
+    assert e["metrics"]["candidate"]["median_ms"] < 1.2 * 1e-2  # the handling spread over the batch
+
+
 @pytest.mark.parametrize("failure", [None, "RuntimeError: operation not permitted when stream is capturing"])
 def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_graphs(eager_baseline, failure):
     """Past the launch queue's 64 here, the batch is replayed from CUDA graphs of graph_calls calls
@@ -403,7 +418,8 @@ def test_calls_too_short_to_fill_an_armed_batch_are_replayed_from_graphs(eager_b
     e = run(bench, clock, policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 64, "max_calls": 2000,
                                                 "graph_calls": 500}))
     assert e["decision"] == "accept", e["reason"]
-    timed = [r for r in bench.requests if r["arm"] and r["calls"] > 1]
+    sizing, *timed = [r for r in bench.requests if r["arm"] and r["calls"] > 1]
+    assert sizing["graph"] == 0 and sizing["calls"] == 64  # sized from a plain armed batch first
     calls = e["workload"]["calls_per_sample"]["candidate"]
     if failure is None:
         assert calls == 2000 and e["metrics"]["judge_clock"]["graph_calls"] == 500
@@ -524,13 +540,14 @@ def test_an_armed_batch_opens_its_gate_once_and_at_once_when_a_call_raises(monke
 
 @pytest.mark.parametrize("per_call, level", [(0.25e-3, "flagged"), (1e-3, "below pass")])
 def test_a_short_batch_below_the_bar_on_the_judges_clock_alone_is_flagged_not_tuned(eager_baseline, per_call, level):
-    """1.5 ms of the cage's own handling on a batch of three 0.25 ms calls: the judge reads 0.33x the
-    baseline, below the pass bar (0.6x), while the cage's timer reads 1.0x (within the clocks'
-    tolerance of each other); the judge cannot settle that alone, so the entry is flagged for review
-    (never accepted). A kernel slow on both clocks (0.25x on the cage's) stays `tune`."""
+    """1.5 ms of the cage's own handling on a batch of three 0.25 ms calls (the launch queue's cap, no
+    graphs): the judge reads 0.33x the baseline, below the pass bar (0.6x), while the cage's timer reads
+    1.0x (within the clocks' tolerance of each other); the judge cannot settle that alone, so the entry
+    is flagged for review (never accepted). A kernel slow on both clocks (0.25x on the cage's) stays `tune`."""
     clock = FakeClock()
     eager_baseline(clock, per_call=0.25e-3)
-    e = run(FakeBench(Right, clock, per_call=per_call, go_extra=1.5e-3), clock)
+    e = run(FakeBench(Right, clock, per_call=per_call, go_extra=1.5e-3), clock,
+            policy=CagedPolicy(**{**vars(SMALL), "armed_max_calls": 3, "graphs": False}))
     assert e["level"] == level and e["decision"] in ("reject", "tune")
     assert e["metrics"]["ratio_to_baseline"] < 0.6
     if level == "flagged":

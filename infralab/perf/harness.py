@@ -98,7 +98,7 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
     while True:
         order = names[rounds % len(names):] + names[: rounds % len(names)]
         for n in order:
-            _refresh(runners[n], calls[n], rounds * calls[n])
+            refresh_inputs(runners[n], calls[n], rounds * calls[n])
             if pending is not None and pending[0] == n and pending[1] == rounds:
                 pending[2](runners[n], calls[n], rounds * calls[n])
                 pending = None
@@ -116,12 +116,12 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
                 res.notes.append(f"only {rounds} samples in the {policy.time_cap_s:g} s cap")
         if res is not None:
             if pending is not None:  # stopped before the chosen round: the aside batch runs now
-                _refresh(runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
+                refresh_inputs(runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
                 pending[2](runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
             return res
 
 
-def _refresh(runner: Runner, calls: int, start: int) -> None:
+def refresh_inputs(runner: Runner, calls: int, start: int) -> None:
     """A runner's ``refresh(calls, start)``, where it has one: fresh inputs for the batch, untimed."""
     refresh = getattr(runner, "refresh", None)
     if refresh is not None:
