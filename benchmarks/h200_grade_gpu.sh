@@ -12,8 +12,8 @@
 # Outputs: the grade folders are written under $WORK (default /tmp/h200-work) and packed into
 # $OUT/h200-grade-gpu-<phase>.tgz (the device returns at most 8 files); bench writes $OUT/h200-grade-gpu-bench.json.
 # Then `infralab leaderboard <unpacked folder> --out DIR` ranks them. LIMIT (default 580) is each grade's timeout.
-# GRADE_FLAGS (reference, hostile): more options of grade, e.g. --filling-gate; TAG: a suffix of the phase's
-# output names (two runs of one phase in a call, e.g. TAG=-fill).
+# GRADE_FLAGS (reference, hostile): more options of grade, e.g. --one-block-gate; TAG: a suffix of the phase's
+# output names (two runs of one phase in a call, e.g. TAG=-oneblock).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}

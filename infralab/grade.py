@@ -60,7 +60,7 @@ class GradeOptions:
     hide: list[str] = field(default_factory=list)
     gpu: bool = False  # the executors see one GPU each; gpu tests and performance challenges run in the cage
     time_cap_s: float = 20.0  # with gpu: seconds of sampling per challenge shape (both runners)
-    filling_gate: bool = False  # with gpu: armed batches wait behind the filling device gate (experimental)
+    one_block_gate: bool = False  # with gpu: armed batches wait behind a one-block gate, not the filling one
 
     def __post_init__(self) -> None:  # the same rule as the CLI's option types, for every caller
         require_positive("--call-timeout", self.call_timeout_s)
@@ -119,7 +119,7 @@ def grade_one(course_root: str, student: str, staged: str, options: dict[str, An
             env["CUDA_VISIBLE_DEVICES"] = device
         env.pop("TRITON_INTERPRET", None)
         extra = ["--gpu", "--perf-time-cap", str(opts.time_cap_s),
-                 *(["--perf-filling-gate"] if opts.filling_gate else []), *perf_cases(course, chosen)]
+                 *(["--perf-one-block-gate"] if opts.one_block_gate else []), *perf_cases(course, chosen)]
     run = TestRun(target=staged, exercises=tuple(chosen), visible=opts.visible, hidden=True, mode="grade",
                   seed=opts.seed, isolated=True, extra_args=extra)
     # a safety net only: every exercise's executor budget, plus the judge's own work
@@ -335,7 +335,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=tr("help.grade.gpu"))
     p.add_argument("--time-cap", type=positive_number, default=20.0,
                    help=tr("help.grade.time_cap"))
-    p.add_argument("--filling-gate", action="store_true", help=tr("help.grade.filling_gate"))
+    p.add_argument("--one-block-gate", action="store_true", help=tr("help.grade.one_block_gate"))
     p.add_argument("--memory", type=positive_number, default=4.0, help=tr("help.grade.memory"))
     p.add_argument("--backend", choices=("local", "ray"), default="local", help=tr("help.grade.backend"))
     p.add_argument("--address", default=None, help=tr("help.grade.address"))
@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
                            call_timeout_s=args.call_timeout or CALL_TIMEOUT_S[args.gpu],
                            budget_s=args.timeout or BUDGET_S[args.gpu],
                            memory_bytes=int(args.memory * (1 << 30)), gpu=args.gpu,
-                           time_cap_s=args.time_cap, filling_gate=args.filling_gate)
+                           time_cap_s=args.time_cap, one_block_gate=args.one_block_gate)
     with progress(console, tr("intake.grades"), len(submissions)) as step:
         records = grade(course, submissions, out, options, jobs=args.jobs, backend=args.backend,
                         address=args.address,

@@ -111,8 +111,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=tr("help.pytest.gpu"))
     group.addoption("--perf-time-cap", dest="infralab_perf_time_cap", type=float, default=None,
                     help=tr("help.pytest.perf_time_cap"))
-    group.addoption("--perf-filling-gate", dest="infralab_perf_filling_gate", action="store_true",
-                    help=tr("help.pytest.perf_filling_gate"))
+    group.addoption("--perf-one-block-gate", dest="infralab_perf_one_block_gate", action="store_true",
+                    help=tr("help.pytest.perf_one_block_gate"))
     group.addoption("--record-mode", dest="infralab_mode", default="check",
                     help=tr("help.pytest.record_mode"))
     group.addoption("--parts", dest="infralab_parts", default="own", choices=PARTS,

@@ -442,6 +442,61 @@ def test_graphs_whose_replay_blocked_the_host_are_captured_again_with_half_the_c
     assert [n for n in notes if "half" in n] and any("1000 calls" in n for n in notes) and any("500 calls" in n for n in notes)
 
 
+class OutOfMemoryBench(FakeBench):
+    """The cage's allocator runs out on armed batches of more than ``fits`` calls (as it answers over
+    the wire: a RuntimeError naming the torch error)."""
+
+    def __init__(self, *a, fits: int, **kw):
+        super().__init__(*a, **kw)
+        self.fits = fits
+
+    def run(self, calls, start, keep, **kw):
+        if kw.get("arm") and calls > self.fits:
+            raise RuntimeError("OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB.")
+        return super().run(calls, start, keep, **kw)
+
+
+def test_batches_that_ran_out_of_device_memory_are_timed_again_with_half_the_budget(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-5)
+    call_bytes = 3 * 300 * 4  # x, y and the output of one call
+    policy = CagedPolicy(**{**vars(SMALL), "graphs": False, "input_budget_bytes": 40 * call_bytes})
+    bench = OutOfMemoryBench(Right, clock, per_call=1e-5, fits=15)
+    e = run(bench, clock, policy=policy)
+    assert e["decision"] == "accept", e["reason"]
+    assert e["workload"]["calls_per_sample"]["candidate"] == 10  # 40, then 20, then 10 calls' memory
+    assert e["workload"]["memory"]["scale"] == 0.25
+    notes = [n for n in e["workload"]["notes"] if "out of memory" in n]
+    assert len(notes) == 2 and all("caged executor" in n for n in notes)
+
+
+def test_the_baselines_batches_fit_the_memory_budget_as_the_candidates_do(eager_baseline):
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-5)
+    call_bytes = 3 * 300 * 4
+    e = run(FakeBench(Right, clock, per_call=1e-5),
+            clock, policy=CagedPolicy(**{**vars(SMALL), "graphs": False, "input_budget_bytes": 12 * call_bytes}))
+    assert e["workload"]["calls_per_sample"] == {"candidate": 12, "baseline": 12}
+
+
+def test_the_judges_own_memory_running_out_flags_for_review_not_the_submission(monkeypatch, eager_baseline):
+    clock = FakeClock()
+
+    def no_memory(inputs, opts):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB.")
+    monkeypatch.setitem(ADD.baselines, "eager", no_memory)
+    e = run(FakeBench(Right, clock), clock)
+    assert e["level"] == "flagged" and e["decision"] == "reject" and e["correct"]
+    assert "judge's own work ran out of device memory" in e["reason"] and "timed call failed" not in e["reason"]
+    assert len([n for n in e["workload"]["notes"] if "judge's own work" in n]) == 2
+
+
+def test_a_cage_that_runs_out_of_memory_at_every_size_is_rejected_with_the_error():
+    clock = FakeClock()
+    e = run(OutOfMemoryBench(Right, clock, fits=0), clock)
+    assert e["decision"] == "reject" and "out of memory" in e["reason"] and e["level"] == "rejected by a check"
+
+
 def test_a_batch_the_cage_released_itself_is_timed_again_unarmed_with_a_note(eager_baseline):
     clock = FakeClock()
     eager_baseline(clock)

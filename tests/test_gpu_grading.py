@@ -141,23 +141,23 @@ def test_a_gpu_grading_runs_the_judge_on_the_workers_gpu_with_the_challenges(mon
     assert json.loads(env["INFRALAB_JUDGE"])["gpu"] is True
     assert run.extra_args[0] == "--gpu" and any("softmax-" in a for a in run.extra_args[1:])
     assert run.extra_args[1:3] == ["--perf-time-cap", "3.0"]  # grade --time-cap reaches the judge's sampling
-    assert "--perf-filling-gate" not in run.extra_args
-    grade.grade_one(str(ROOT), "alice", str(tmp_path), {**options, "filling_gate": True}, intake, device="6")
-    assert seen["run"].extra_args[3] == "--perf-filling-gate"  # grade --filling-gate reaches the judge's policy
+    assert "--perf-one-block-gate" not in run.extra_args  # the filling gate is the default
+    grade.grade_one(str(ROOT), "alice", str(tmp_path), {**options, "one_block_gate": True}, intake, device="6")
+    assert seen["run"].extra_args[3] == "--perf-one-block-gate"  # grade --one-block-gate reaches the judge's policy
 
 
-def test_the_filling_gate_option_reaches_the_caged_policy(monkeypatch):
+def test_the_gate_option_reaches_the_caged_policy(monkeypatch):
     import types
 
     from infralab.perf import caged
     seen = []
     monkeypatch.setattr(caged, "submitted_kernels", lambda module: (frozenset(), None))
     monkeypatch.setattr(caged, "run_caged_challenge", lambda *a, policy, **k: seen.append(policy))
-    for fill in (False, True):
+    for one_block in (False, True):
         module = types.SimpleNamespace(_target=None, _module_name="part03_kernels.vector_add")
         caged.measure_in_cage(module, {}, {}, None, exercise="e", target="t", triton=True, time_cap_s=2.0,
-                              filling_gate=fill)
-    assert [(p.gate_fills_device, p.time_cap_s) for p in seen] == [(False, 2.0), (True, 2.0)]
+                              one_block_gate=one_block)
+    assert [(p.gate_fills_device, p.time_cap_s) for p in seen] == [(True, 2.0), (False, 2.0)]
 
 
 

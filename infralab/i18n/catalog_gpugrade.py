@@ -23,6 +23,19 @@ MESSAGES = {
         "隔离环境内的计时（每批 {inner_ms} ms）与评测方时钟（{judge_ms} ms）相差超过 {rel} + {abs_ms} ms："
         "计时器被改动过，或有工作在隔离环境计时范围之外运行",
     ),
+    "gpugrade.memory_retry": (
+        "the device ran out of memory ({where}): timed again with {scale} of the memory budget for a batch's sets "
+        "and outputs",
+        "设备内存不足（{where}）：将批次输入与输出的内存预算缩小为原来的 {scale} 后再次计时",
+    ),
+    "gpugrade.memory_where_judge": ("in the judge's own work", "发生在评测方自己的工作中"),
+    "gpugrade.memory_where_cage": ("in the caged executor", "发生在隔离执行器中"),
+    "gpugrade.judge_out_of_memory": (
+        "the judge's own work ran out of device memory, even after {retries} retries with batches half as large "
+        "({error}): the submission was not timed; grade this shape again on a GPU with more free memory",
+        "评测方自己的工作耗尽了设备内存，批次减半重试 {retries} 次后仍然如此（{error}）：该提交未被计时；"
+        "请在空闲内存更多的 GPU 上重新评测此形状",
+    ),
     "gpugrade.arming_failed": (
         "a batch enqueued behind the device-side wait was not released by the judge within {seconds:g} s (a call "
         "that waits on the device, such as .item(), blocks it): timed without arming, so the host's enqueueing "

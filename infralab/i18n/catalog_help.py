@@ -116,11 +116,12 @@ MESSAGES = {
         "with --gpu: seconds of sampling per challenge shape, candidate and baseline together (default 20)",
         "配合 --gpu：每个挑战形状的采样秒数，候选实现与基线合计（默认 20）",
     ),
-    "help.grade.filling_gate": (
-        "with --gpu (experimental): armed batches wait behind a gate kernel that fills every SM, so no work of a "
-        "submission's side streams runs before the judge's clock starts (docs/grading.md)",
-        "配合 --gpu（实验性）：预备批次在占满所有 SM 的闸门内核之后等待，提交代码副流上的工作无法在评测时钟"
-        "启动前运行（docs/grading.md）",
+    "help.grade.one_block_gate": (
+        "with --gpu: armed batches wait behind a one-block gate instead of the default gate that fills every SM; "
+        "work a submission launches on a side stream below the launcher can then run before the judge's clock "
+        "starts (for comparison runs only; docs/grading.md)",
+        "配合 --gpu：预备批次在单个线程块的闸门之后等待，而不是默认的占满所有 SM 的闸门；此时提交代码绕过启动器"
+        "在副流上发射的工作可能在评测时钟启动前运行（仅用于对比测量；docs/grading.md）",
     ),
     "help.grade.memory": ("GiB of address space for the executor (CPU only)", "执行器的地址空间大小，单位 GiB（仅 CPU）"),
     "help.grade.backend": (
@@ -312,9 +313,9 @@ MESSAGES = {
         "with --gpu: seconds of sampling per performance challenge shape (infralab grade --time-cap)",
         "配合 --gpu：每个性能挑战形状的采样秒数（infralab grade --time-cap）",
     ),
-    "help.pytest.perf_filling_gate": (
-        "with --gpu: armed batches wait behind the filling device gate (infralab grade --filling-gate)",
-        "配合 --gpu：预备批次在占满设备的闸门之后等待（infralab grade --filling-gate）",
+    "help.pytest.perf_one_block_gate": (
+        "with --gpu: armed batches wait behind a one-block gate, not the filling one (infralab grade --one-block-gate)",
+        "配合 --gpu：预备批次在单个线程块的闸门之后等待，而非占满设备的闸门（infralab grade --one-block-gate）",
     ),
     "help.pytest.record_mode": (
         "the mode written into the record (check, grade, validate)",

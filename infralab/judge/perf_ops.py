@@ -134,11 +134,12 @@ class PerfOps:
             if self.sets[-1] is fresh:
                 self.generation += 1
             del fresh
+        dropped = len(previous) > len(self.sets)
         del previous
         if self.graph is not None and self.graph[0][0] != self.generation:
             self.graph = None
-        if self.device == "cuda" and generation != self.generation:
-            torch.cuda.empty_cache()  # sets of another shape went: the judge sizes batches by the free memory
+        if self.device == "cuda" and (generation != self.generation or dropped):
+            torch.cuda.empty_cache()  # sets of another shape or size went: the judge sizes batches by free memory
         self._sync()
         return {"sets": len(self.sets), "problem": candidate.problem}
 
@@ -174,6 +175,7 @@ class PerfOps:
             answer["inner_s"] = self._inner_timed(batch)
         self.kept = kept
         answer["tampered"] = checked.tampered()
+        answer["peak_bytes"] = self._peak_bytes()
         return answer
 
     def _arm(self, batch, kept: dict, release_s: float, fill: bool = False) -> dict:
@@ -212,7 +214,12 @@ class PerfOps:
         self.kept, self.armed_kept = self.armed_kept, {}  # references: copied at the fetch, after the judge's clock
         # stopped, then dropped (the fetch forgets them; nothing else may hold a batch's outputs)
         return {"inner_s": inner_s, "tampered": checked.tampered(), "released_early": early,
-                "breakdown": {k: float(v) for k, v in breakdown.items()}}
+                "breakdown": {k: float(v) for k, v in breakdown.items()}, "peak_bytes": self._peak_bytes()}
+
+    def _peak_bytes(self) -> int | None:
+        """The most device memory this process's allocator has held (the judge records it: where memory
+        went when a shape's batches did not fit)."""
+        return int(torch.cuda.max_memory_reserved()) if self.device == "cuda" else None
 
     def fetch(self, sample: dict | None) -> dict:
         """Copies of the kept outputs of the calls the judge names, those over ``sample["whole_up_to"]``

@@ -63,7 +63,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -81,6 +81,7 @@ from infralab.perf.workloads import WORKLOADS, Workload, call_seed
 CLOCK_TOLERANCE_REL = 0.10  # the cage's timer may differ from the judge's clock by 10% ...
 CLOCK_TOLERANCE_ABS_S = 2e-3  # ... plus 2 ms per batch (the start of a batch, the pipe) before it flags
 RESOLVED_BATCH_S = 0.025  # armed batches shorter than this: the judge's clock cannot settle a shortfall alone
+MEMORY_RETRIES = 2  # a shape whose batches ran out of device memory is timed again with half the budget, twice
 CANARY_BYTES = 256 << 20  # the judge's own device copy, interleaved with the baseline (>= 4x any L2 here)
 CANARY_MIN_FRACTION = 0.85  # of the profile's calibrated copy_gbps, below which the device was not the judge's
 
@@ -100,6 +101,7 @@ class CagedPolicy:
     checks_per_batch: int = 2  # calls of each timed batch whose outputs the judge checks whole, drawn after the go
     every_call_elements: int = 256  # ... and every other call's outputs at this many elements drawn after the go
     device_memory_fraction: float = 0.4  # of the free device memory: the cage's sets and kept outputs of a batch
+    memory_scale: float = 1.0  # of that budget (halved for each retry after the device ran out of memory)
     armed: bool = True  # enqueue each batch behind a device wait before the judge's clock starts
     armed_max_calls: int = 256  # calls of an armed batch: the launch queue must hold them all (H200: 1024
     # launches behind a closed gate blocked the host, 256 did not; benchmarks/probe_armed_batch.py)
@@ -107,9 +109,10 @@ class CagedPolicy:
     graph_calls: int = 1024  # ... of at most this many calls each (halved when a replay blocks the host behind the
     # gate; benchmarks/probe_graph_gate.py on the H200: a 3,072-call graph did not, 4,096 did, 16 x 512 did not)
     arm_release_s: float = 5.0  # an armed batch not released by then is released by the cage itself
-    gate_fills_device: bool = False  # armed batches wait behind the filling gate (device_gate.DeviceGate): no
-    # kernel of the cage's side streams runs while a batch is enqueued; off (grade --filling-gate turns it on)
-    # until an H200 run shows it costs the figures nothing (benchmarks/h200_session10.sh)
+    gate_fills_device: bool = True  # armed batches wait behind the filling gate (device_gate.DeviceGate): no
+    # kernel of the cage's side streams runs while a batch is enqueued. The one-block gate (grade
+    # --one-block-gate) let a raw side-stream launch run ahead of the clock (H100, 2026-12-05: accepted at
+    # 1.016x); the filling gate cost the reference figures within 2% (benchmarks/results/h100-session11)
     whole_output_elements: int = 1 << 24  # larger outputs come back as a sample of elements ...
     sample_elements: int = 1 << 20  # ... this many, at indices the judge draws after the calls ran
 
@@ -260,6 +263,7 @@ class _Candidate:
         self.rechecks: list[str] = []  # the whole checks of drawn calls
         self.calls_checked = 0  # timed calls whose outputs the judge checked (every call of every batch)
         self.gate: dict = {}  # the cage's gate, as its armed answers describe it (fills the device, why not)
+        self.peak_bytes: int | None = None  # the most device memory the cage's allocator held, as it reports
 
     def __call__(self, i: int) -> None:  # the sampling loop's runner interface: one call
         self.batch(1, i)
@@ -299,6 +303,9 @@ class _Candidate:
 
     def settle(self, calls: int, start: int, judge_s: float) -> None:
         self.tampered.update(str(n) for n in self.answer.get("tampered") or [])
+        peak = self.answer.get("peak_bytes")
+        if isinstance(peak, int) and not isinstance(peak, bool):
+            self.peak_bytes = max(self.peak_bytes or 0, peak)
         if calls and isinstance(self.answer.get("inner_s"), (int, float)):
             self.clocks.append((judge_s, float(self.answer["inner_s"])))
             if isinstance(self.answer.get("breakdown"), dict):
@@ -505,7 +512,29 @@ def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str
     except Rejected as r:
         return rejected(str(r), by_check=True)
     except Exception as exc:  # noqa: BLE001 - a timed call raised in the cage (a guard, a crash) or the wire failed
+        if out_of_memory(exc) == "judge":  # the judge's own work did not fit: not the submission's failure
+            flag = tr("gpugrade.judge_out_of_memory", error=first_line(exc)[:300], retries=MEMORY_RETRIES)
+            return {**entry, "correct": True, "metrics": {}, "flags": [flag], "level": "flagged",
+                    "decision": "reject", "reason": tr("gpugrade.flagged", flags=flag)}
         return rejected(tr("perf.timed_call_failed", error=f"{type(exc).__name__}: {first_line(exc)}"), by_check=True)
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """Where device memory ran out: ``"judge"`` (the judge's own allocation, a torch
+    ``OutOfMemoryError`` raised here), ``"cage"`` (the executor's, which comes over the wire as a
+    RuntimeError naming it), else None."""
+    if any(cls.__name__ == "OutOfMemoryError" for cls in type(exc).__mro__):
+        return "judge"
+    return "cage" if isinstance(exc, RuntimeError) and str(exc).startswith("OutOfMemoryError") else None
+
+
+def _free_judge_memory(device: str) -> None:
+    """The judge's cached device blocks back to the device before a retry with smaller batches."""
+    import gc
+    gc.collect()
+    if device == "cuda":
+        import torch
+        torch.cuda.empty_cache()
 
 
 def _gate(bench: Bench, wl: Workload, shape: dict, dtype: str, opts: dict, device: str,
@@ -542,7 +571,8 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
     graphs if a replay blocked the host, with plain armed batches if the calls cannot be captured,
     unarmed if the cage had to release a plain batch itself."""
     armed, chunk = policy.armed, policy.graph_calls if policy.graphs else 0
-    for _ in range(6):
+    memory_retries = MEMORY_RETRIES
+    for _ in range(6 + MEMORY_RETRIES):
         cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
         cand.armed, cand.graph_ok = armed, chunk >= 16
         try:
@@ -554,6 +584,15 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
             note, chunk = tr("gpugrade.graph_failed", error=str(failed)), 0
         except _GraphBlocked:
             note, chunk = tr("gpugrade.graph_blocked", calls=chunk, seconds=policy.arm_release_s), chunk // 2
+        except Exception as exc:  # noqa: BLE001 - device memory ran out: smaller batches; anything else goes up
+            where = out_of_memory(exc)
+            if where is None or not memory_retries:
+                raise
+            memory_retries -= 1
+            policy = replace(policy, memory_scale=policy.memory_scale / 2)
+            _free_judge_memory(device)
+            note = tr("gpugrade.memory_retry", where=tr(f"gpugrade.memory_where_{where}"),
+                      scale=f"{policy.memory_scale:g}")
         entry["workload"].setdefault("notes", []).append(note)
     cand = _Candidate(bench, wl, shape, dtype, opts, device, rng, policy, seed)
     cand.armed, cand.graph_ok = False, False
@@ -564,6 +603,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
 def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clock, sync, policy, rng, seed,
              own_kernels, profile_batches, l2_bytes, cand, chunk: int) -> dict[str, Any]:
     timer = JudgeClock(clock)
+    _reset_peak_memory(device)
     gate = device_gate.gate_or_none(device, fill=policy.gate_fills_device) if policy.armed and cand.armed else None
     base = _Baseline(wl.baselines[challenge["baseline"]], opts, sync, gate, policy.arm_release_s)
 
@@ -590,9 +630,12 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
         base.graph = chunk if base.armed else 0
         calls.update({name: _calls_for(one[name], policy) for name in ("candidate", "baseline")
                       if name == "candidate" or base.graph})
-    calls["candidate"] = max(1, min(calls["candidate"], budget // call_bytes))
-    entry["workload"]["memory"] = {"budget_bytes": budget, "call_bytes": call_bytes}  # what capped the batch
-    n_sets = max(2, min(max(calls.values()), policy.max_input_sets, policy.input_budget_bytes // set_bytes))
+    for name in ("candidate", "baseline"):  # a batch's calls and their outputs fit the budget, either runner's
+        calls[name] = max(1, min(calls[name], budget // call_bytes))
+    memory = entry["workload"]["memory"] = {"budget_bytes": budget, "call_bytes": call_bytes,
+                                            "scale": policy.memory_scale}  # what capped the batch
+    n_sets = max(2, min(max(calls.values()), policy.max_input_sets,
+                         int(policy.memory_scale * policy.input_budget_bytes) // set_bytes))
     half = SamplingPolicy(min_samples=max(policy.min_samples // 2, 2), max_samples=max(policy.max_samples // 2, 2),
                           rel_se=policy.rel_se, time_cap_s=policy.time_cap_s / 2)
     timings: dict[str, list[float]] = {name: [] for name in runners}
@@ -619,6 +662,7 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     base.sets = []
     if canary is not None:
         canary.sets = []
+    memory.update(judge_peak_bytes=_peak_memory(device), cage_peak_bytes=cand.peak_bytes)  # where memory went
     if policy.gate_fills_device and cand.armed:
         base_fills = gate is not None and bool(getattr(gate, "fills", False))
         problems = [p for p in (cand.gate.get("problem"), getattr(gate, "fill_problem", None)) if p]
@@ -629,14 +673,28 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
                     set_bytes, base.armed, base.overhead_s)
 
 
+def _reset_peak_memory(device: str) -> None:
+    if device == "cuda":
+        import torch
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_memory(device: str) -> int | None:
+    """The judge's most device memory held by its allocator since :func:`_reset_peak_memory`."""
+    if device != "cuda":
+        return None
+    import torch
+    return int(torch.cuda.max_memory_reserved())
+
+
 def _device_budget(device: str, policy: CagedPolicy) -> int:
     """Bytes for the cage's input sets and kept outputs of one batch (the cage gave its cache back when
     it made this shape's sets; the judge gives back its own here)."""
     if device != "cuda":
-        return policy.input_budget_bytes
+        return int(policy.memory_scale * policy.input_budget_bytes)
     import torch
     torch.cuda.empty_cache()
-    return int(policy.device_memory_fraction * torch.cuda.mem_get_info()[0])
+    return int(policy.memory_scale * policy.device_memory_fraction * torch.cuda.mem_get_info()[0])
 
 
 def _nbytes_of(value: Any) -> int:
@@ -734,12 +792,12 @@ def _l2(device: str) -> int:
 
 def measure_in_cage(remote_module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
                     exercise: str, target: str, triton: bool, device: str = "cuda",
-                    time_cap_s: float | None = None, filling_gate: bool = False) -> dict[str, Any]:
+                    time_cap_s: float | None = None, one_block_gate: bool = False) -> dict[str, Any]:
     """``grade --gpu``: one challenge shape of an isolated ``impl`` module, on the judge's clock
-    (``time_cap_s``: seconds of sampling for the shape, ``grade --time-cap``; ``filling_gate``:
-    ``grade --filling-gate``)."""
+    (``time_cap_s``: seconds of sampling for the shape, ``grade --time-cap``; ``one_block_gate``:
+    ``grade --one-block-gate``)."""
     own, problem = submitted_kernels(remote_module)
-    policy = CagedPolicy(gate_fills_device=filling_gate,
+    policy = CagedPolicy(gate_fills_device=not one_block_gate,
                          **({} if time_cap_s is None else {"time_cap_s": time_cap_s}))
     return run_caged_challenge(RemoteBench(remote_module), challenge, shape, profile, exercise=exercise,
                                target=target, own_kernels=own if triton else frozenset(), triton=triton,

@@ -63,7 +63,7 @@ def run_case(course: Course, impl: Any, perf_record: Any, gpu_profile: Any, requ
     if is_caged(module):  # grade --gpu: the judge's seeds, its own output checks, its own clock
         entry = measure_in_cage(module, challenge, shape, gpu_profile, exercise=exercise, target=target, triton=triton,
                                 time_cap_s=request.config.getoption("infralab_perf_time_cap"),
-                                filling_gate=request.config.getoption("infralab_perf_filling_gate"))
+                                one_block_gate=request.config.getoption("infralab_perf_one_block_gate"))
     else:  # one loaded module: the gate calls it with every guard of grading, the timed calls are checked calls
         entry = run_challenge(checked.checked_candidate(module, triton=triton), challenge, shape, gpu_profile,
                               timer=request.getfixturevalue("cuda_timer"), target=target, exercise=exercise,
