@@ -48,6 +48,15 @@ def call_asm(inputs: dict, **settings):
     return ASM.w4a16_matmul(**{k: inputs[k] for k in ("x", "qweight", "scales", "zeros", "group_size")}, **settings)
 
 
+def fused_reference(inputs: dict):
+    """The reference with GEMV_FUSED_SUM (its split-K partials summed by the GEMV kernel's last program)."""
+    saved, W.GEMV_FUSED_SUM = W.GEMV_FUSED_SUM, True
+    try:
+        return WORKLOADS["w4a16"].call(W, inputs, WORKLOADS["w4a16"].options)
+    finally:
+        W.GEMV_FUSED_SUM = saved
+
+
 class NoFlushTimer(CudaTimer):
     def flush_l2(self) -> None:
         pass
@@ -83,12 +92,19 @@ def main() -> int:
             "read packed weight": lambda: read_floor(words, sink),  # noqa: B023
         }
         problem = check_outputs(wl, runners["reference"](), inputs, wl.options)
+        if m == 1 and not args.ncu:  # the reference with GEMV_FUSED_SUM, where it is right
+            fused_problem = check_outputs(wl, fused_reference(inputs), inputs, wl.options)
+            print("reference fused", fused_problem or "correct", flush=True)
+            if not fused_problem:
+                runners["reference fused"] = lambda: fused_reference(inputs)  # noqa: B023
         if m == 1 and not args.ncu:  # benchmarks/w4a16_gemv_asm.py, where it compiles and is right
-            for subnormal, split, xv in ((False, 4, False), (False, 4, True), (False, 8, True), (False, 16, True),
-                                         (True, 8, True), (True, 16, True)):
-                name = f"asm{' subnormal' if subnormal else ''}{' xv' if xv else ''} split {split}"
-                run = (lambda s=subnormal, k=split, v=xv: call_asm(inputs, subnormal=s, split_k=k,  # noqa: B023
-                                                                    x_vector=v))
+            for subnormal, split, xv, fused in ((False, 4, False, False), (False, 4, True, False),
+                                                (False, 8, True, False), (False, 16, True, False),
+                                                (True, 8, True, False), (True, 16, True, False),
+                                                (False, 4, True, True), (False, 8, True, True), (False, 16, True, True)):
+                name = f"asm{' subnormal' if subnormal else ''}{' xv' if xv else ''} split {split}{' fused' if fused else ''}"
+                run = (lambda s=subnormal, k=split, v=xv, f=fused: call_asm(inputs, subnormal=s, split_k=k,  # noqa: B023
+                                                                             x_vector=v, fused=f))
                 try:
                     asm_problem = check_outputs(wl, run(), inputs, wl.options)
                 except Exception as exc:  # noqa: BLE001

@@ -15,6 +15,7 @@ only, the ``device_us`` column, which picks the winners):
   0.183x cuBLAS on the H200 of 2026-12-03), with its own split-K heuristic;
 - ``gemv fold`` / ``gemv dequant`` (batch 1): ``GEMV_FOLD_ZERO`` True / False of
   solutions/part05_quantization/w4a16.py, with ``GEMV_SPLIT_K`` 1, 2, 4 and 8 (fold) and 1 (dequant);
+  ``fused``: ``GEMV_FUSED_SUM`` (the split's partials summed by the last program, no second kernel);
 - ``gemm swap`` / ``gemm plain`` (batch 16 and 128): ``GEMM_SWAP_AB_UP_TO_M`` on / off, at batch 16
   with ``GEMM_SPLIT_K`` forced to 1, 2, 4 and 8 and left to the heuristic (``split auto``).
 
@@ -51,15 +52,17 @@ PREVIOUS = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(PREVIOUS)
 
 SPLITS = (1, 2, 4, 8, None)  # None: the heuristic
-DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMM_SWAP_AB_UP_TO_M": W.GEMM_SWAP_AB_UP_TO_M,
-            "GEMM_SPLIT_K": W.GEMM_SPLIT_K}  # GEMV_SPLIT_K: the GPU default (the interpreter's is 2)
+DEFAULTS = {"GEMV_FOLD_ZERO": W.GEMV_FOLD_ZERO, "GEMV_SPLIT_K": 1, "GEMV_FUSED_SUM": False,
+            "GEMM_SWAP_AB_UP_TO_M": W.GEMM_SWAP_AB_UP_TO_M, "GEMM_SPLIT_K": W.GEMM_SPLIT_K}  # GEMV_SPLIT_K: the GPU default (the interpreter's is 2)
 
 
 def variants(m: int) -> list[tuple[str, dict]]:
     """(name, module settings) of the fast path's rows at batch m."""
     if m == 1:
         folded = [(f"gemv fold split {split}", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split}) for split in (1, 2, 4, 8)]
-        return folded + [("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
+        fused = [(f"gemv fold split {split} fused", {"GEMV_FOLD_ZERO": True, "GEMV_SPLIT_K": split, "GEMV_FUSED_SUM": True})
+                 for split in (2, 4, 8)]
+        return folded + fused + [("gemv dequant split 1", {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1})]
     rows = []
     for swap in (True, False):
         for split in (SPLITS if m <= 16 else (None,)):
@@ -147,6 +150,7 @@ def settings_line(best: dict[int, dict]) -> list[str]:
     if 1 in best:
         out.append(f"GEMV_FOLD_ZERO = {best[1]['settings']['GEMV_FOLD_ZERO']}")
         out.append(f"GEMV_SPLIT_K = 2 if INTERPRETED else {best[1]['settings']['GEMV_SPLIT_K']}")
+        out.append(f"GEMV_FUSED_SUM = {best[1]['settings'].get('GEMV_FUSED_SUM', False)}")
     swapped = [m for m in sorted(best) if m > 1 and best[m]["settings"]["GEMM_SWAP_AB_UP_TO_M"]]
     plain = [m for m in sorted(best) if m > 1 and not best[m]["settings"]["GEMM_SWAP_AB_UP_TO_M"]]
     if swapped or plain:  # the swap for batches up to the largest swapped winner below the smallest plain one

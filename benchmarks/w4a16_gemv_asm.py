@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from solutions.part05_quantization.w4a16 import _split_k_sum_kernel, _tile_range
+from solutions.part05_quantization.w4a16 import _split_k_sum_kernel, _sum_if_last, _tile_counters, _tile_range
 
 def _word_dot(extract: str, subtract_zero: bool) -> tl.constexpr:
     """The PTX block of one word. $0: out (f32), $1: the word (eight codes), $2: (128 + zero) as a bf16
@@ -69,12 +69,14 @@ def _configs():
     return [triton.Config({"BLOCK_N": bn, "STAGES": stages}, num_warps=warps) for bn, warps, stages in tiles]
 
 
-@triton.autotune(configs=_configs(), key=["N", "K", "SPLIT_K", "SUBNORMAL", "X_VECTOR"])
+@triton.autotune(configs=_configs(), key=["N", "K", "SPLIT_K", "SUBNORMAL", "X_VECTOR", "FUSED"])
 @triton.jit
 def _gemv_bf16x2_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_wn, stride_sn, stride_zn,
-                        stride_os, SPLIT_K, GROUP: tl.constexpr, BLOCK_K: tl.constexpr, SUBNORMAL: tl.constexpr,
-                        X_VECTOR: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
-    """x_ptr: the activations as int32 pairs (K / 2), w_ptr: the codes as int32 words (N, K / 8)."""
+                        stride_os, SPLIT_K, final_ptr, count_ptr, GROUP: tl.constexpr, BLOCK_K: tl.constexpr,
+                        SUBNORMAL: tl.constexpr, X_VECTOR: tl.constexpr, FUSED: tl.constexpr,
+                        BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    """x_ptr: the activations as int32 pairs (K / 2), w_ptr: the codes as int32 words (N, K / 8).
+    FUSED: the row tile's last program sums the partials into final_ptr (the reference's GEMV_FUSED_SUM)."""
     WORDS: tl.constexpr = BLOCK_K // 8
     split = tl.program_id(1)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -115,18 +117,23 @@ def _gemv_bf16x2_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride
                                              dtype=tl.float32, is_pure=True, pack=1)
             acc += part * scale[:, None]
     tl.store(out_ptr + split * stride_os + offs_n, tl.sum(acc, axis=1) - zero_terms, mask=in_n)
+    if FUSED:
+        _sum_if_last(out_ptr, final_ptr, count_ptr + tl.program_id(0), offs_n, in_n, SPLIT_K, stride_os, 1, 1)
 
 
-def w4a16_matmul(x, qweight, scales, zeros, group_size, subnormal=False, split_k=4, x_vector=False):
-    """Batch 1, bf16, groups of 128 (the challenge's batch-1 shape) only."""
+def w4a16_matmul(x, qweight, scales, zeros, group_size, subnormal=False, split_k=4, x_vector=False, fused=False):
+    """Batch 1, bf16, groups of 128 (the challenge's batch-1 shape) only; ``fused``: no second kernel."""
     assert x.shape[0] == 1 and x.dtype == torch.bfloat16 and group_size == 128
     K, N = x.shape[1], qweight.shape[0]
     xp = x.contiguous().view(torch.int32)
     w = qweight.contiguous().view(torch.int32)
     partial = torch.empty((split_k, N), dtype=torch.float32, device=x.device)
+    out = torch.empty((1, N), dtype=x.dtype, device=x.device)
     _gemv_bf16x2_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split_k)](
         xp, w, scales, zeros, partial, N, K, w.stride(0), scales.stride(0), zeros.stride(0), partial.stride(0),
-        split_k, GROUP=group_size, BLOCK_K=128, SUBNORMAL=subnormal, X_VECTOR=x_vector)
-    out = torch.empty((1, N), dtype=x.dtype, device=x.device)
-    _split_k_sum_kernel[(triton.cdiv(N, 1024),)](partial, out, 1, N, split_k, out.stride(0), out.stride(1), BLOCK=1024)
+        split_k, out, _tile_counters(x.device, N), GROUP=group_size, BLOCK_K=128, SUBNORMAL=subnormal,
+        X_VECTOR=x_vector, FUSED=fused and split_k > 1)
+    if not (fused and split_k > 1):
+        _split_k_sum_kernel[(triton.cdiv(N, 1024),)](partial, out, 1, N, split_k, out.stride(0), out.stride(1),
+                                                     BLOCK=1024)
     return out

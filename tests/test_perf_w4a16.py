@@ -109,7 +109,7 @@ def test_the_reference_kernel_passes_the_workload_gate_under_the_interpreter():
 
 VARIANTS = [  # every non-default value of the reference's variant settings, in two runs
     {"GEMV_FOLD_ZERO": False, "GEMV_SPLIT_K": 1, "GEMM_SWAP_AB_UP_TO_M": 0, "GEMM_SPLIT_K": 1},
-    {"GEMV_SPLIT_K": 3, "GEMM_SWAP_AB_UP_TO_M": 128, "GEMM_SPLIT_K": 4},
+    {"GEMV_SPLIT_K": 3, "GEMV_FUSED_SUM": True, "GEMM_SWAP_AB_UP_TO_M": 128, "GEMM_SPLIT_K": 4},
 ]
 
 
@@ -124,3 +124,18 @@ def test_every_selectable_variant_of_the_fast_path_passes_the_gate(monkeypatch, 
     for shape in ({"M": 1, "N": 40, "K": 256}, {"M": 5, "N": 24, "K": 256}):
         inputs = W4A16.make_inputs(shape, "float16", OPTIONS, 4, "cpu", ragged=True)
         assert check_outputs(W4A16, W4A16.call(w4a16, inputs, OPTIONS), inputs, OPTIONS) is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU check of the reference kernel (interpreter)")
+def test_the_fused_split_k_sum_equals_the_second_kernels_and_leaves_its_counters_at_zero(monkeypatch):
+    """GEMV_FUSED_SUM: the last program of a row tile adds the partials in the order the second kernel
+    does (the same bits), and sets its counter back, so the next call counts from zero again."""
+    from solutions.part05_quantization import w4a16
+    monkeypatch.setattr(w4a16, "GEMV_SPLIT_K", 3)
+    inputs = W4A16.make_inputs({"M": 1, "N": 40, "K": 384}, "bfloat16", OPTIONS, 5, "cpu", ragged=True)
+    monkeypatch.setattr(w4a16, "GEMV_FUSED_SUM", False)
+    two_kernels = W4A16.call(w4a16, inputs, OPTIONS)
+    monkeypatch.setattr(w4a16, "GEMV_FUSED_SUM", True)
+    for _ in range(2):
+        assert torch.equal(W4A16.call(w4a16, inputs, OPTIONS), two_kernels)
+        assert not w4a16._tile_counters(torch.device("cpu"), 40).any()

@@ -164,6 +164,14 @@ rows per program leave SMs short of warps. benchmarks/tune_w4a16.py times 1, 2, 
 splits, so that the CPU tests take the split path. 4: the fastest on the H200 (34.3 us at N = K = 8192 against
 51.5 us unsplit; benchmarks/results/h200-session7/h200-w4a16-tune.json)."""
 
+GEMV_FUSED_SUM = False
+"""Batch 1 split over K: True sums the fp32 partials in the GEMV kernel itself (the last of a row tile's
+SPLIT_K programs to finish, counted by an atomic on a per-tile counter that it sets back to zero, adds
+them and writes the output), False in a second kernel (one more launch: 4-6 us of a 30 us call in
+ncu on an H100, benchmarks/results/h100-session11). benchmarks/tune_w4a16.py times both. The counters
+are one int32 per row tile, kept per device and N (two calls of the same N on two streams at once
+would share them)."""
+
 GEMM_SWAP_AB_UP_TO_M = 0
 """Batches of 2 .. this many compute out^T = W x^T (the dequantised weight tile is the dot's first
 operand, which Hopper's wgmma can take from registers, and a batch of 16 fills the narrow side);
@@ -277,17 +285,20 @@ def _dequantized_halves(packed, scale, zero, float_16):
     return lo * scale[:, None] + offset, hi * scale[:, None] + offset
 
 
-@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K"])
+@triton.autotune(configs=_fast_gemv_configs(), key=["N", "K", "GROUP", "FOLD_ZERO", "SPLIT_K", "FUSED_SUM"])
 @triton.jit
 def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, stride_xk,
                             stride_wn, stride_wq, stride_sn, stride_sg, stride_zn, stride_zg, stride_os, stride_on,
-                            SPLIT_K, float_16, GROUP: tl.constexpr, BLOCK_K: tl.constexpr, FOLD_ZERO: tl.constexpr,
-                            BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+                            SPLIT_K, float_16, final_ptr, stride_fn, count_ptr,
+                            GROUP: tl.constexpr, BLOCK_K: tl.constexpr, FOLD_ZERO: tl.constexpr,
+                            FUSED_SUM: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """Batch 1, program (pid, split) for BLOCK_N rows over its share of K (all of it when SPLIT_K is 1).
     The packed weight is read as 32-bit words (w_ptr: qweight viewed as int32, eight codes per word):
     nibble i of word q times x[k0 + 8q + i], accumulated in fp32 (BLOCK_N, BLOCK_K / 8) registers and
     reduced once at the end. The loop's own num_stages makes Triton prefetch the words (cp.async; the
-    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight."""
+    kernel-wide num_stages does not, for a loop without a dot): STAGES - 1 tiles per row in flight.
+    FUSED_SUM: out_ptr holds the fp32 partials (SPLIT_K, N); the row tile's last program writes their sum
+    to final_ptr (see GEMV_FUSED_SUM)."""
     WORDS: tl.constexpr = BLOCK_K // 8
     split = tl.program_id(1)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -318,6 +329,25 @@ def _w4a16_gemv_fast_kernel(x_ptr, w_ptr, scale_ptr, zero_ptr, out_ptr, N, K, st
             zero_terms += scale * _biased_zero(zero) * tl.sum(x_sums, axis=0)
     acc = tl.sum(acc2, axis=1) - zero_terms
     tl.store(out_ptr + split * stride_os + offs_n * stride_on, acc.to(out_ptr.dtype.element_ty), mask=in_n)
+    if FUSED_SUM:
+        _sum_if_last(out_ptr, final_ptr, count_ptr + tl.program_id(0), offs_n, in_n, SPLIT_K, stride_os,
+                     stride_on, stride_fn)
+
+
+@triton.jit
+def _sum_if_last(partial_ptr, final_ptr, count_ptr, offs_n, in_n, SPLIT_K, stride_ps, stride_pn, stride_fn):
+    """After this program stored its partial sums: the row tile's last program to get here adds the
+    SPLIT_K partials (from L2: .cg) and writes them, cast, to final_ptr, then sets the counter back to
+    zero for the next call. The barrier puts every thread's stores before the counter's release."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == SPLIT_K - 1:
+        total = tl.zeros(offs_n.shape, dtype=tl.float32)
+        for s in range(0, SPLIT_K):
+            total += tl.load(partial_ptr + s * stride_ps + offs_n * stride_pn, mask=in_n, other=0.0,
+                             cache_modifier=".cg")
+        tl.store(final_ptr + offs_n * stride_fn, total.to(final_ptr.dtype.element_ty), mask=in_n)
+        tl.atomic_xchg(count_ptr, 0)
 
 
 @triton.autotune(configs=_fast_gemm_configs(), key=["M", "N", "K", "GROUP", "SPLIT_K", "SWAP_AB"],
@@ -383,6 +413,17 @@ def _split_k(M: int, N: int, K: int, device: torch.device) -> int:
     return max(1, min(4 * sms // tiles, K // 512, 16))
 
 
+_TILE_COUNTERS: dict[tuple[str, int], torch.Tensor] = {}
+
+
+def _tile_counters(device: torch.device, n: int) -> torch.Tensor:
+    """GEMV_FUSED_SUM's arrival counters, one per row tile of the smallest BLOCK_N (8), zero between calls."""
+    key = (str(device), n)
+    if key not in _TILE_COUNTERS:
+        _TILE_COUNTERS[key] = torch.zeros(triton.cdiv(n, 8), dtype=torch.int32, device=device)
+    return _TILE_COUNTERS[key]
+
+
 def _as_words(qweight: torch.Tensor) -> torch.Tensor:
     """qweight (N, K/2) uint8 viewed as int32 (N, K/8): word q of a row is bytes 4q .. 4q + 3 (a copy first
     when the rows are not contiguous 4-byte-aligned runs)."""
@@ -416,14 +457,17 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
     strides = (qweight.stride(0), qweight.stride(1), scales.stride(0), scales.stride(1), zeros.stride(0),
                zeros.stride(1))
 
+    fused = fast and M == 1 and split > 1 and GEMV_FUSED_SUM
     if fast and M == 1:  # BLOCK_N rows per program, the whole K unless GEMV_SPLIT_K
         words = _as_words(qweight)
         _w4a16_gemv_fast_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), split)](
             x, words, scales, zeros, target, N, K, x.stride(1), words.stride(0), words.stride(1), *strides[2:],
-            stride_split, target.stride(-1), split, FLOAT_16,
+            stride_split, target.stride(-1), split, FLOAT_16, out, out.stride(1),
+            _tile_counters(x.device, N),
             GROUP=group_size, BLOCK_K=_fast_block_k(group_size, 256),
-            FOLD_ZERO=GEMV_FOLD_ZERO and x.dtype != torch.float32)  # fp32: its 1e-5 tolerance is below the fold's
-        # cancellation error (sum (16 + code) x - (16 + zero) sum x lost 1.2e-5 relative at one seed in 30)
+            FOLD_ZERO=GEMV_FOLD_ZERO and x.dtype != torch.float32,  # fp32: its 1e-5 tolerance is below the fold's
+            # cancellation error (sum (16 + code) x - (16 + zero) sum x lost 1.2e-5 relative at one seed in 30)
+            FUSED_SUM=fused)
     elif fast:
         _w4a16_gemm_fast_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
                                               split)](
@@ -438,7 +482,7 @@ def w4a16_matmul(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, z
         w4a16_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), split)](
             x, qweight, scales, zeros, target, M, N, K, group_size, x.stride(0), x.stride(1), *strides,
             stride_split, target.stride(-2), target.stride(-1), split)
-    if split > 1:
+    if split > 1 and not fused:
         block = 1024
         _split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M, N, split, out.stride(0), out.stride(1),
                                                          BLOCK=block)
