@@ -468,6 +468,7 @@ def test_batches_that_ran_out_of_device_memory_are_timed_again_with_half_the_bud
     assert e["workload"]["memory"]["scale"] == 0.25
     notes = [n for n in e["workload"]["notes"] if "out of memory" in n]
     assert len(notes) == 2 and all("caged executor" in n for n in notes)
+    assert [(o["where"], o["scale"]) for o in e["workload"]["out_of_memory"]] == [("cage", 1.0), ("cage", 0.5)]
 
 
 def test_the_baselines_batches_fit_the_memory_budget_as_the_candidates_do(eager_baseline):
@@ -489,6 +490,7 @@ def test_the_judges_own_memory_running_out_flags_for_review_not_the_submission(m
     assert e["level"] == "flagged" and e["decision"] == "reject" and e["correct"]
     assert "judge's own work ran out of device memory" in e["reason"] and "timed call failed" not in e["reason"]
     assert len([n for n in e["workload"]["notes"] if "judge's own work" in n]) == 2
+    assert [o["where"] for o in e["workload"]["out_of_memory"]] == ["judge"] * 3
 
 
 def test_a_cage_that_runs_out_of_memory_at_every_size_is_rejected_with_the_error():

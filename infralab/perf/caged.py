@@ -513,6 +513,8 @@ def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str
         return rejected(str(r), by_check=True)
     except Exception as exc:  # noqa: BLE001 - a timed call raised in the cage (a guard, a crash) or the wire failed
         if out_of_memory(exc) == "judge":  # the judge's own work did not fit: not the submission's failure
+            entry["workload"].setdefault("out_of_memory", []).append(
+                {"where": "judge", "judge_peak_bytes": _peak_memory(device), "error": first_line(exc)[:300]})
             flag = tr("gpugrade.judge_out_of_memory", error=first_line(exc)[:300], retries=MEMORY_RETRIES)
             return {**entry, "correct": True, "metrics": {}, "flags": [flag], "level": "flagged",
                     "decision": "reject", "reason": tr("gpugrade.flagged", flags=flag)}
@@ -589,6 +591,9 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
             if where is None or not memory_retries:
                 raise
             memory_retries -= 1
+            entry["workload"].setdefault("out_of_memory", []).append(  # what each process held when it ran out
+                {"where": where, "scale": policy.memory_scale, "judge_peak_bytes": _peak_memory(device),
+                 "cage_peak_bytes": cand.peak_bytes, "error": first_line(exc)[:300]})
             policy = replace(policy, memory_scale=policy.memory_scale / 2)
             _free_judge_memory(device)
             note = tr("gpugrade.memory_retry", where=tr(f"gpugrade.memory_where_{where}"),
