@@ -480,6 +480,20 @@ def test_the_baselines_batches_fit_the_memory_budget_as_the_candidates_do(eager_
     assert e["workload"]["calls_per_sample"] == {"candidate": 12, "baseline": 12}
 
 
+def test_graph_replayed_batches_of_the_baseline_fit_the_memory_budget_too(eager_baseline):
+    """Short calls go to CUDA graphs sized by time (2000 calls here); a graph keeps every call's output,
+    so the baseline's graph is held to the budget as the candidate's batch is (H100: softmax large)."""
+    clock = FakeClock()
+    eager_baseline(clock, per_call=1e-6)
+    call_bytes = 3 * 300 * 4
+    e = run(FakeBench(Right, clock, per_call=1e-6), clock, policy=CagedPolicy(**{
+        **vars(SMALL), "armed_max_calls": 64, "max_calls": 2000, "graph_calls": 500,
+        "input_budget_bytes": 300 * call_bytes}))
+    assert e["decision"] == "accept", e["reason"]
+    assert e["metrics"]["judge_clock"]["graph_calls"] == 500
+    assert e["workload"]["calls_per_sample"] == {"candidate": 300, "baseline": 300}
+
+
 def test_the_judges_own_memory_running_out_flags_for_review_not_the_submission(monkeypatch, eager_baseline):
     clock = FakeClock()
 
