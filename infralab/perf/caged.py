@@ -513,8 +513,7 @@ def run_caged_challenge(bench: Bench, challenge: dict[str, Any], shape: dict[str
         return rejected(str(r), by_check=True)
     except Exception as exc:  # noqa: BLE001 - a timed call raised in the cage (a guard, a crash) or the wire failed
         if out_of_memory(exc) == "judge":  # the judge's own work did not fit: not the submission's failure
-            entry["workload"].setdefault("out_of_memory", []).append(
-                {"where": "judge", "judge_peak_bytes": _peak_memory(device), "error": first_line(exc)[:300]})
+            _record_out_of_memory(entry, "judge", device, exc)
             flag = tr("gpugrade.judge_out_of_memory", error=first_line(exc)[:300], retries=MEMORY_RETRIES)
             return {**entry, "correct": True, "metrics": {}, "flags": [flag], "level": "flagged",
                     "decision": "reject", "reason": tr("gpugrade.flagged", flags=flag)}
@@ -528,6 +527,14 @@ def out_of_memory(exc: BaseException) -> str | None:
     if any(cls.__name__ == "OutOfMemoryError" for cls in type(exc).__mro__):
         return "judge"
     return "cage" if isinstance(exc, RuntimeError) and str(exc).startswith("OutOfMemoryError") else None
+
+
+def _record_out_of_memory(entry: dict, where: str, device: str, exc: BaseException, scale: float | None = None,
+                          cage_peak: int | None = None) -> None:
+    """What each process held when device memory ran out (``workload.out_of_memory``)."""
+    entry["workload"].setdefault("out_of_memory", []).append(
+        {"where": where, "scale": scale, "judge_peak_bytes": _peak_memory(device), "cage_peak_bytes": cage_peak,
+         "error": first_line(exc)[:300]})
 
 
 def _free_judge_memory(device: str) -> None:
@@ -591,9 +598,7 @@ def _timed(bench, entry, wl, challenge, shape, profile, opts, dtype, device, clo
             if where is None or not memory_retries:
                 raise
             memory_retries -= 1
-            entry["workload"].setdefault("out_of_memory", []).append(  # what each process held when it ran out
-                {"where": where, "scale": policy.memory_scale, "judge_peak_bytes": _peak_memory(device),
-                 "cage_peak_bytes": cand.peak_bytes, "error": first_line(exc)[:300]})
+            _record_out_of_memory(entry, where, device, exc, scale=policy.memory_scale, cage_peak=cand.peak_bytes)
             policy = replace(policy, memory_scale=policy.memory_scale / 2)
             _free_judge_memory(device)
             note = tr("gpugrade.memory_retry", where=tr(f"gpugrade.memory_where_{where}"),
