@@ -3,6 +3,7 @@
 # sample of fixtures/submissions_gpu through the suite (the code path of `infralab bench`), three of them
 # through the `infralab bench` CLI and one through `pytest -m gpu`, and every reference solution with the
 # timed-call checks on and off (what they cost; baselines in the same run). At most 8 files under $OUT.
+# NAMES=0 skips the kernel-names probe (70 s; committed in benchmarks/results/h200-kernel-names.json).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -11,7 +12,7 @@ mkdir -p "$OUT" /tmp/h200-extra
 PLUGIN=$(python3 -c "from importlib.metadata import entry_points as e
 print('' if any(x.value == 'infralab.plugin' for x in e(group='pytest11')) else '-p infralab.plugin')")
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
-timeout 70 python3 benchmarks/probe_kernel_names.py "$OUT/h200-kernel-names.json" 2>&1 | cut -c1-400
+[ "${NAMES:-1}" = 1 ] && timeout 70 python3 benchmarks/probe_kernel_names.py "$OUT/h200-kernel-names.json" 2>&1 | cut -c1-400
 HOSTILE=$(ls -d fixtures/submissions_gpu/*/ | sed 's/^/--submission /')
 timeout 150 python3 benchmarks/h200_suite.py --out "$OUT" $HOSTILE --tag checks-hostile --time-cap 1 2>&1 \
   | grep -v '^|' | cut -c1-600
