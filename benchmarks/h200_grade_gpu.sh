@@ -27,7 +27,7 @@ TIMECAP=${TIMECAP:-20}
 ONLY=${ONLY:-}  # e.g. ONLY="vector_add softmax": grade and bench only these part03 exercises
 EXERCISES="--exercise part03_kernels.vector_add --exercise part03_kernels.rmsnorm --exercise part03_kernels.softmax \
   --exercise part03_kernels.flash_attention --exercise part03_kernels.decode_attention"
-MATMUL="--exercise part03_kernels.matmul"  # last: its grade is the longest (150-250 s on the H200, hidden tests' compiles)
+MATMUL="--exercise part03_kernels.matmul"  # last: its grade is the longest (145-251 s on the H200 on 2026-12-04, docs/performance.md)
 PAGED="--exercise part04_serving.paged_decode_kernel"  # Part 04's Triton kernel: the reference phase only
 if [ -n "$ONLY${PAGED_ONLY:-}" ]; then
   EXERCISES=""; MATMUL=""; [ -z "${PAGED_ONLY:-}" ] && PAGED=""
