@@ -48,6 +48,12 @@ MESSAGES = {
         "@triton.jit yourself",
         "{file}，{where}：Triton 练习中使用了 torch.compile（dynamo/Inductor）：请自己用 @triton.jit 编写内核",
     ),
+    "perf.graph_failed": (
+        "the short calls could not be captured in a CUDA graph ({error}): timed in eager batches after an L2 "
+        "flush, where the launches' gaps weigh on a call of a few microseconds",
+        "这些短调用无法捕获进 CUDA graph（{error}）：改为在清空 L2 后逐次启动的批次计时，"
+        "对只有几微秒的调用，启动之间的间隙会压低成绩",
+    ),
     "perf.tampered": (
         "the timer's functions were replaced while the submission ran: {names}",
         "提交代码运行期间替换了计时函数：{names}",

@@ -33,6 +33,13 @@ class SamplingPolicy:
     short_kernel_s: float = 20e-6  # under this, several calls per event pair
     batch_target_s: float = 200e-6  # ... as many as make a batch about this long
     max_calls: int = 64
+    # calls shorter than short_kernel_s on a GPU: a batch is a replay of CUDA graphs of the calls, as in the
+    # caged route (infralab.perf.caged), so that the launches' gaps and the flush before a 0.2 ms batch do
+    # not decide the figure; a batch of about this long (the input-set budget may cap it), graphs of at
+    # most graph_calls calls each (device_gate.captured_chunks)
+    graphs: bool = True
+    graph_batch_target_s: float = 0.02
+    graph_calls: int = 1024
 
 
 @dataclass
@@ -72,6 +79,42 @@ def calls_per_sample(single_call_s: float, policy: SamplingPolicy) -> int:
     if single_call_s >= policy.short_kernel_s:
         return 1
     return max(2, min(policy.max_calls, math.ceil(policy.batch_target_s / max(single_call_s, 1e-7))))
+
+
+def graph_calls_per_sample(single_call_s: float, policy: SamplingPolicy) -> int:
+    """Calls of a graph-replayed batch of about ``graph_batch_target_s`` (before any memory cap)."""
+    return max(2, math.ceil(policy.graph_batch_target_s / max(single_call_s, 1e-7)))
+
+
+class GraphBatch:
+    """A runner whose timed batch is a replay of CUDA graphs of its calls on sets ``0 .. calls - 1``.
+
+    ``capture(runner, calls)`` runs the calls once (each through every check of a timed call) under
+    capture and returns the graphs; it raises when a call does what a graph cannot hold. The timer
+    calls :meth:`replay` for a batch (one launch per graph); an eager call (``runner(i)``: the
+    profiled batch) still reaches the runner itself. Before each batch :meth:`refresh` has the
+    runner rewrite every set the graphs read, in place (their addresses are fixed at the capture).
+    A runner that keeps its outputs in ``last`` (:class:`infralab.perf.run.FreshSets`) gets the
+    captured outputs back there after each replay, which rewrites them: what the re-checks read is
+    what the replays wrote, not an eager call's output."""
+
+    def __init__(self, runner: Runner, calls: int, capture: Callable[[Runner, int], list]):
+        self.runner, self.calls = runner, calls
+        self.graphs = capture(runner, calls)
+        self.kept = dict(getattr(runner, "last", None) or {})
+
+    def __call__(self, i: int) -> Any:
+        return self.runner(i)
+
+    def refresh(self, calls: int, start: int) -> None:
+        refresh_inputs(self.runner, self.calls, 0)
+
+    def replay(self) -> None:
+        for graph in self.graphs:
+            graph.replay()
+        last = getattr(self.runner, "last", None)
+        if last is not None:
+            last.update(self.kept)
 
 
 Aside = tuple[str, int, Callable[[Runner, int, int], None]]  # (runner, round, fn(runner, calls, start))
@@ -176,6 +219,14 @@ class CudaTimer:
     def time_batch(self, runner: Runner, calls: int, start: int) -> float:
         torch = self.torch
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if isinstance(runner, GraphBatch):  # a few launches, whatever the calls: a short spin covers them
+            self.flush_l2()
+            self._spin(100e-6 + 20e-6 * len(runner.graphs))
+            begin.record()
+            runner.replay()
+            end.record()
+            end.synchronize()
+            return begin.elapsed_time(end) / 1e3 / runner.calls
         for _attempt in range(3):
             ahead = max(100e-6, 2.0 * calls * self._host_s.get(id(runner), 50e-6))
             self.flush_l2()
@@ -198,8 +249,11 @@ class CudaTimer:
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         begin.record()
-        for i in range(calls):
-            runner(i)
+        if isinstance(runner, GraphBatch):
+            runner.replay()
+        else:
+            for i in range(calls):
+                runner(i)
         end.record()
         torch.cuda.synchronize()  # the whole device: work on other streams included
         wall = time.perf_counter() - t0

@@ -22,8 +22,8 @@ from infralab.i18n import tr
 from infralab.perf import decision
 from infralab.perf.checked import CheckedCandidate, tampered
 from infralab.perf.kernel_audit import audit
-from infralab.perf.harness import (SamplingPolicy, Timer, Timing, calls_per_sample, sample_interleaved,
-                                   wall_mismatch, warm_up)
+from infralab.perf.harness import (GraphBatch, SamplingPolicy, Timer, Timing, calls_per_sample,
+                                   graph_calls_per_sample, sample_interleaved, wall_mismatch, warm_up)
 from infralab.perf.profiles import Profile
 from infralab.perf.spec import METRICS, work_amounts
 from infralab.perf.workloads import WORKLOADS, Workload, refill, sample_index
@@ -145,7 +145,7 @@ def _sync(device: str) -> None:
 def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int], profile: Profile, *,
                   timer: Timer, target: str, exercise: str, seed: int = 0,
                   policy: SamplingPolicy | None = None, device: str = "cuda",
-                  timed_module: Any = None, profiler: Any = None) -> dict[str, Any]:
+                  timed_module: Any = None, profiler: Any = None, capture: Any = None) -> dict[str, Any]:
     """Measure ``module`` (the implementation under test) on one challenge shape; the record entry.
 
     ``module`` is a :class:`CheckedCandidate` (infralab.perf.checked): its ``gate`` runs the
@@ -156,6 +156,10 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     be the submission's own (:func:`infralab.perf.kernel_audit.audit`). A plain module (the torch
     candidates of the harness smoke, or the checks-off measurement) is gated and timed as is,
     ``timed_module`` defaulting to it.
+    Calls shorter than the policy's ``short_kernel_s`` are timed as replays of CUDA graphs of a
+    batch's calls (:class:`infralab.perf.harness.GraphBatch`; both runners, as the caged route
+    does), captured once per round through the checked calls by ``capture(runner, calls)``
+    (default: :func:`infralab.perf.device_gate.captured_chunks` on a GPU; none on a CPU unless given).
     ``device`` is "cuda" for real measurements; the kit's tests pass "cpu" with a fake timer.
     """
     checked = module if isinstance(module, CheckedCandidate) else None
@@ -198,8 +202,10 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     if _tamper_problem():
         return rejected(_tamper_problem(), by_check=True)
     try:
+        if capture is None and device == "cuda" and policy.graphs:
+            capture = _graph_capture(policy.graph_calls)
         return _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype,
-                           seed, device, set_bytes, amount, unit, checked, profiler)
+                           seed, device, set_bytes, amount, unit, checked, profiler, capture)
     except Rejected as r:
         return rejected(str(r), by_check=True)
     except Exception as exc:  # a timed call raised: a guard (ban, no launch, foreign kernel) or a crash
@@ -268,16 +274,28 @@ def protections(checked: CheckedCandidate | None) -> list[str]:
     return out
 
 
+def _graph_capture(chunk: int):
+    from infralab.perf import device_gate
+    return lambda runner, calls: device_gate.captured_chunks(runner, calls, chunk)
+
+
 def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype, seed,
-                device, set_bytes, amount, unit, checked, profiler) -> dict[str, Any]:
+                device, set_bytes, amount, unit, checked, profiler, capture) -> dict[str, Any]:
     # 2. warm-up; how many calls per event pair; how many input sets
     probe = _input_sets(wl, shape, dtype, opts, seed + 1, 1, device)
     one_cand = warm_up(lambda i: wl.call(timed, probe[0], opts), timer)
     one_base = warm_up(lambda i: baseline_fn(probe[0], opts), timer)
     del probe
     calls = {"candidate": calls_per_sample(one_cand, policy), "baseline": calls_per_sample(one_base, policy)}
+    graphs = capture is not None and calls["candidate"] > 1  # short calls: graph replays, both runners
+    if graphs:
+        calls = {"candidate": graph_calls_per_sample(one_cand, policy),
+                 "baseline": graph_calls_per_sample(one_base, policy)}
     n_sets = max(2, min(max(calls.values()), INPUT_SET_BUDGET_BYTES // set_bytes))
     calls["candidate"] = min(calls["candidate"], n_sets)  # no set twice in a batch (FreshSets)
+    if graphs:  # a graph's calls read sets 0 .. calls - 1, all rewritten before each replay
+        calls["baseline"] = min(calls["baseline"], n_sets)
+        n_sets = calls["candidate"]
 
     # 3. two rounds of interleaved sampling on fresh input sets, re-checking timed outputs
     timings: dict[str, list[float]] = {"candidate": [], "baseline": []}
@@ -292,6 +310,16 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
         def base(i: int, sets=sets) -> None:
             baseline_fn(sets[i % len(sets)], opts)
 
+        runners = {"candidate": cand, "baseline": base}
+        if graphs:
+            try:
+                runners = {"candidate": GraphBatch(cand, calls["candidate"], capture),
+                           "baseline": GraphBatch(base, calls["baseline"], capture)}
+            except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: eager batches from here on
+                graphs = False
+                notes.append(tr("perf.graph_failed", error=f"{type(exc).__name__}: {first_line(exc)[:200]}"))
+                cand.last.clear()
+                _sync(device)
         aside = None
         if checked is not None and checked.triton:
             def profiled(runner, n, start, rnd=rnd) -> None:
@@ -301,7 +329,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
             aside = ("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled)
-        res = sample_interleaved({"candidate": cand, "baseline": base}, timer, half, calls, aside=aside)
+        res = sample_interleaved(runners, timer, half, calls, aside=aside)
         tamper = _tamper_problem()
         if tamper:
             raise Rejected(tamper)
@@ -315,8 +343,8 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
         rechecks.append(problem or "ok")
         last.clear()
         if rnd == 1:
-            event_s, wall_s = timer.wall_check(cand, max(calls["candidate"], 8))
-        del sets
+            event_s, wall_s = timer.wall_check(runners["candidate"], max(calls["candidate"], 8))
+        del sets, runners
     cand_t = Timing(timings["candidate"], calls["candidate"])
     base_t = Timing(timings["baseline"], calls["baseline"])
     scale = 1e9 if unit == "GB/s" else 1e12
@@ -331,6 +359,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                        correctness_message="; ".join(r for r in rechecks if r != "ok"))
     entry["workload"].update(warmup="until JIT/autotune done, >= 3 calls and 0.2 s", samples=len(cand_t.samples),
                              calls_per_sample=calls, input_sets=n_sets, l2_flush_bytes=getattr(timer, "flush_bytes", None),
+                             graph_replays=graphs,
                              sampling_stopped=stopped, notes=notes)
     entry["metrics"] = {
         "unit": unit, "achieved": _sig(achieved), "baseline_achieved": _sig(baseline_achieved),
