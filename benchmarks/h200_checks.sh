@@ -4,6 +4,7 @@
 # through the `infralab bench` CLI and one through `pytest -m gpu`, and every reference solution with the
 # timed-call checks on and off (what they cost; baselines in the same run). At most 8 files under $OUT.
 # NAMES=0 skips the kernel-names probe (70 s; committed in benchmarks/results/h200-kernel-names.json).
+# HOSTILE_LIMIT (default 150): seconds for the hostile samples through the suite.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -14,7 +15,7 @@ print('' if any(x.value == 'infralab.plugin' for x in e(group='pytest11')) else 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,pstate --format=csv
 [ "${NAMES:-1}" = 1 ] && timeout 70 python3 benchmarks/probe_kernel_names.py "$OUT/h200-kernel-names.json" 2>&1 | cut -c1-400
 HOSTILE=$(ls -d fixtures/submissions_gpu/*/ | sed 's/^/--submission /')
-timeout 150 python3 benchmarks/h200_suite.py --out "$OUT" $HOSTILE --tag checks-hostile --time-cap 1 2>&1 \
+timeout "${HOSTILE_LIMIT:-150}" python3 benchmarks/h200_suite.py --out "$OUT" $HOSTILE --tag checks-hostile --time-cap 1 2>&1 \
   | grep -v '^|' | cut -c1-600
 for s in composite_matmul:matmul side_stream_vector_add:vector_add timer_patch_vector_add:vector_add; do
   timeout 40 python3 -m infralab.cli bench "${s#*:}" --target "fixtures/submissions_gpu/${s%%:*}" --time-cap 1 \

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue #12's run of 2026-12-06 (after bench's short calls became graph replays, f9e4dd0), and #16's W4A16
+# sweep: four device calls, each under the 600 s limit, chained on one warm machine; every output under $OUT
+# (packed; at most 8 files). Run from the repository root, as root (the cage).
+#   bash benchmarks/device_session13.sh checks  # bench and pytest -m gpu routes of every hostile sample; every
+#                                               # reference kernel through bench with the timed-call checks on
+#                                               # and off (benchmarks/h200_checks.sh, --time-cap 1)
+#   bash benchmarks/device_session13.sh ref1    # grade --gpu: vector_add rmsnorm softmax decode_attention and
+#                                               # the paged decode kernel; bench of the paged kernel; then
+#                                               # flash_attention, its limit what is left of 570 s
+#   bash benchmarks/device_session13.sh ref2    # grade --gpu: matmul; the hostile samples added since the last
+#                                               # H200 run (busy_thread, enqueue_side_stream, raw_launch_side_stream)
+#   bash benchmarks/device_session13.sh w4a16   # #16: benchmarks/h200_w4a16_fast.sh
+# Then, here: `infralab leaderboard <unpacked ref1 + ref2 folders> --out benchmarks/results/<run>/leaderboard`.
+source benchmarks/h200_common.sh
+left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
+case "${1:-checks}" in
+  checks)
+    stamp "bench and pytest -m gpu routes, checks on/off"
+    OUT=$OUT NAMES=0 CAP=1 HOSTILE_LIMIT=200 bash benchmarks/h200_checks.sh > "$LOGS/checks.txt" 2>&1 ;;
+  ref1)
+    stamp "grade --gpu: vector_add rmsnorm softmax decode_attention paged_decode_kernel"
+    OUT=$OUT TIMECAP=3 LIMIT=150 DEADLINE=$((T0 + 260)) ONLY="vector_add rmsnorm softmax decode_attention" PAGED_ONLY=1 \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
+    stamp "bench: paged_decode_kernel"
+    OUT=$OUT TIMECAP=2 ONLY=part04_serving.paged_decode_kernel bash benchmarks/h200_grade_gpu.sh bench \
+      > "$LOGS/bench-paged.txt" 2>&1
+    stamp "grade --gpu: flash_attention (limit $(left 570) s)"
+    OUT=$OUT TIMECAP=3 LIMIT=$(left 570) ONLY=flash_attention bash benchmarks/h200_grade_gpu.sh reference \
+      > "$LOGS/reference-2.txt" 2>&1 ;;
+  ref2)
+    stamp "grade --gpu: matmul"
+    OUT=$OUT TIMECAP=3 LIMIT=330 ONLY=matmul bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-3.txt" 2>&1
+    stamp "grade --gpu: the newer hostile samples"
+    rm -rf /tmp/h200-newer && mkdir -p /tmp/h200-newer
+    for s in busy_thread enqueue_side_stream raw_launch_side_stream; do
+      cp -r "fixtures/submissions_gpu/${s}_vector_add" /tmp/h200-newer/
+    done
+    OUT=$OUT TIMECAP=2 LIMIT=90 DEADLINE=$((T0 + 470)) SAMPLES=/tmp/h200-newer \
+      bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1 ;;
+  w4a16)
+    stamp "W4A16 sweep and GPU tests"
+    OUT=$OUT bash benchmarks/h200_w4a16_fast.sh > "$LOGS/w4a16.txt" 2>&1 ;;
+esac 2>&1 | tee "$LOGS/steps.txt"
+mv "$OUT"/*-summary.txt "$LOGS/" 2>/dev/null
+pack_logs
+exit 0
