@@ -32,7 +32,7 @@ demo: $(STAMP)
 	$(BIN)/infralab grade fixtures/submissions --exercise part01_transformer.rmsnorm --call-timeout 5 --out $(DEMO_OUT)
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadgroup -q
+	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadgroup -q --durations 10
 
 # Headless Chromium and a CJK font for tests/test_browser.py (the feedback page in a real browser),
 # from the distribution's packages, where this machine allows it (root and apt-get); elsewhere the
