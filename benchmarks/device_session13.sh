@@ -14,7 +14,8 @@
 #   bash benchmarks/device_session13.sh core    # one call when the device is scarce: every reference kernel through
 #                                               # bench, checks on and off (--time-cap 1); grade --gpu of vector_add,
 #                                               # decode_attention and the paged kernel; bench of the paged kernel;
-#                                               # the hostile samples through the suite in what is left of 575 s
+#                                               # the hostile samples through the suite in what is left of END s
+#                                               # (default 575; grades not started by END - 175 s are skipped)
 # Then, here: `infralab leaderboard <unpacked ref1 + ref2 folders> --out benchmarks/results/<run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
@@ -47,13 +48,13 @@ case "${1:-checks}" in
     timeout 240 python3 benchmarks/h200_suite.py --out "$OUT" --candidates solutions --checks both \
       --tag checks-solutions --time-cap 1 > "$LOGS/solutions.txt" 2>&1
     stamp "grade --gpu: vector_add decode_attention paged_decode_kernel"
-    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + 400)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
+    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + ${END:-575} - 175)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
     stamp "bench: paged_decode_kernel"
-    OUT=$OUT TIMECAP=2 ONLY=part04_serving.paged_decode_kernel bash benchmarks/h200_grade_gpu.sh bench \
-      > "$LOGS/bench-paged.txt" 2>&1
-    stamp "the hostile samples through the suite (limit $(left 575) s)"
-    [ "$(left 575)" -gt 30 ] && timeout "$(left 575)" python3 benchmarks/h200_suite.py --out "$OUT" \
+    [ "$(left ${END:-575})" -gt 60 ] && OUT=$OUT TIMECAP=2 ONLY=part04_serving.paged_decode_kernel \
+      bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench-paged.txt" 2>&1
+    stamp "the hostile samples through the suite (limit $(left ${END:-575}) s)"
+    [ "$(left ${END:-575})" -gt 30 ] && timeout "$(left ${END:-575})" python3 benchmarks/h200_suite.py --out "$OUT" \
       $(ls -d fixtures/submissions_gpu/*/ | sed 's/^/--submission /') --tag checks-hostile --time-cap 1 \
       > "$LOGS/hostile-suite.txt" 2>&1 ;;
   w4a16)
