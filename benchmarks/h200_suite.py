@@ -93,6 +93,7 @@ def main() -> int:
     ap.add_argument("--candidates", default="solutions")
     ap.add_argument("--exercise", action="append")
     ap.add_argument("--time-cap", type=float, default=6.0)
+    ap.add_argument("--graph-batches", action="store_true", help="short calls as CUDA graph replays (bench --graph-batches)")
     ap.add_argument("--tag", default="run")
     ap.add_argument("--checks", choices=["on", "both"], default="on",
                     help="both: each challenge also timed on the bare module, no checks (what the checks cost)")
@@ -120,7 +121,7 @@ def main() -> int:
     if profile is None or not profile.runs_perf:
         return 2
     timer = CudaTimer()
-    policy = SamplingPolicy(time_cap_s=args.time_cap)
+    policy = SamplingPolicy(time_cap_s=args.time_cap, graphs=args.graph_batches)
     entries = []
     for name, cs in challenges().items():
         if args.exercise and name not in args.exercise:

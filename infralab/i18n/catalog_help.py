@@ -175,6 +175,11 @@ MESSAGES = {
     "help.bench.record": ("write the result record (JSON) here", "把结果记录（JSON）写到这里"),
     "help.bench.seed": ("seed of the random inputs", "随机输入的种子"),
     "help.bench.time_cap": ("seconds of sampling per shape (default 10)", "每个形状的采样秒数（默认 10）"),
+    "help.bench.graph_batches": (
+        "experimental: time calls under 20 us as replays of CUDA graphs of a 20 ms batch, as grade --gpu does "
+        "(docs/performance.md)",
+        "实验性：把短于 20 微秒的调用按约 20 毫秒一批的 CUDA graph 重放计时，与 grade --gpu 相同（见 docs/performance.md）",
+    ),
     # infralab leaderboard
     "help.leaderboard.results_dir": (
         "a folder of result records (*.json, searched recursively)",

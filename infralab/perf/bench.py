@@ -33,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", metavar="PATH", help=tr("help.bench.record"))
     p.add_argument("--seed", type=int, default=0, help=tr("help.bench.seed"))
     p.add_argument("--time-cap", type=float, default=10.0, help=tr("help.bench.time_cap"))
+    p.add_argument("--graph-batches", action="store_true", help=tr("help.bench.graph_batches"))
     p.add_argument("--course", default=None, help=tr("help.common.course"))
 
 
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
                                       perf=[{"exercise": ex.id, "evidence": evidence(None, on_gpu=False),
                                              "decision": None, "reason": reason}]), args.record)
         return 0
-    entries = measure(course, ex, challenges, profile, args.target, seed=args.seed, time_cap=args.time_cap)
+    entries = measure(course, ex, challenges, profile, args.target, seed=args.seed, time_cap=args.time_cap,
+                      graphs=args.graph_batches)
     record = build_record(course, args.target, "bench", [], started=started, duration_s=time.perf_counter() - t0,
                           exercise_ids=[ex.id], perf=entries,
                           flags=[{"exercise": e["exercise"], "challenge": e["challenge"], "flag": f}
@@ -104,7 +106,7 @@ def _roofline(record: dict[str, Any], course: Course, record_path: str) -> str:
 
 
 def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profile, target: str, *,
-            seed: int = 0, time_cap: float = 10.0) -> list[dict[str, Any]]:
+            seed: int = 0, time_cap: float = 10.0, graphs: bool = False) -> list[dict[str, Any]]:
     """Every (challenge, shape) of ``ex`` on this GPU, judged against ``profile``: record entries."""
     from infralab.perf.checked import checked_candidate
     from infralab.perf.harness import CudaTimer, SamplingPolicy
@@ -122,7 +124,7 @@ def measure(course: Course, ex: Exercise, challenges: list[dict], profile: Profi
                  "reason": tr("bench.does_not_import", error=str(exc).splitlines()[0]), "flags": [], "metrics": {},
                  "evidence": evidence(profile, on_gpu=True)} for c in challenges]
     timer = CudaTimer()
-    policy = SamplingPolicy(time_cap_s=time_cap)
+    policy = SamplingPolicy(time_cap_s=time_cap, graphs=graphs)
     entries = []
     try:
         for c in challenges:

@@ -33,11 +33,13 @@ class SamplingPolicy:
     short_kernel_s: float = 20e-6  # under this, several calls per event pair
     batch_target_s: float = 200e-6  # ... as many as make a batch about this long
     max_calls: int = 64
-    # calls shorter than short_kernel_s on a GPU: a batch is a replay of CUDA graphs of the calls, as in the
-    # caged route (infralab.perf.caged), so that the launches' gaps and the flush before a 0.2 ms batch do
-    # not decide the figure; a batch of about this long (the input-set budget may cap it), graphs of at
-    # most graph_calls calls each (device_gate.captured_chunks)
-    graphs: bool = True
+    # with graphs (bench --graph-batches; off by default): calls shorter than short_kernel_s on a GPU are
+    # batched as replays of CUDA graphs of the calls, as in the caged route (infralab.perf.caged); a batch
+    # of about graph_batch_target_s (the input-set budget may cap it), graphs of at most graph_calls calls
+    # each (device_gate.captured_chunks). Off by default: on an H100 (2026-12-06) it read the reference's
+    # small vector_add 0.822x (eager: 0.879x; the cage 0.975x), and the two hostile samples whose calls
+    # could not be captured read 0.05-0.07x in the eager batches after the failed capture (docs/performance.md)
+    graphs: bool = False
     graph_batch_target_s: float = 0.02
     graph_calls: int = 1024
 

@@ -156,10 +156,11 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     be the submission's own (:func:`infralab.perf.kernel_audit.audit`). A plain module (the torch
     candidates of the harness smoke, or the checks-off measurement) is gated and timed as is,
     ``timed_module`` defaulting to it.
-    Calls shorter than the policy's ``short_kernel_s`` are timed as replays of CUDA graphs of a
-    batch's calls (:class:`infralab.perf.harness.GraphBatch`; both runners, as the caged route
-    does), captured once per round through the checked calls by ``capture(runner, calls)``
-    (default: :func:`infralab.perf.device_gate.captured_chunks` on a GPU; none on a CPU unless given).
+    With ``policy.graphs`` (``bench --graph-batches``; off by default), calls shorter than the
+    policy's ``short_kernel_s`` are timed as replays of CUDA graphs of a batch's calls
+    (:class:`infralab.perf.harness.GraphBatch`; both runners, as the caged route does), captured once
+    per round through the checked calls by ``capture(runner, calls)`` (default:
+    :func:`infralab.perf.device_gate.captured_chunks` on a GPU; none on a CPU unless given).
     ``device`` is "cuda" for real measurements; the kit's tests pass "cpu" with a fake timer.
     """
     checked = module if isinstance(module, CheckedCandidate) else None
@@ -202,7 +203,9 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
     if _tamper_problem():
         return rejected(_tamper_problem(), by_check=True)
     try:
-        if capture is None and device == "cuda" and policy.graphs:
+        if not policy.graphs:
+            capture = None
+        elif capture is None and device == "cuda":
             capture = _graph_capture(policy.graph_calls)
         return _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer, policy, opts, dtype,
                            seed, device, set_bytes, amount, unit, checked, profiler, capture)
