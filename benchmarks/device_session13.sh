@@ -11,11 +11,13 @@
 #   bash benchmarks/device_session13.sh ref2    # grade --gpu: matmul; the hostile samples added since the last
 #                                               # H200 run (busy_thread, enqueue_side_stream, raw_launch_side_stream)
 #   bash benchmarks/device_session13.sh w4a16   # #16: benchmarks/h200_w4a16_fast.sh
-#   bash benchmarks/device_session13.sh core    # one call when the device is scarce: every reference kernel through
-#                                               # bench, checks on and off (--time-cap 1); grade --gpu of vector_add,
-#                                               # decode_attention and the paged kernel; bench of the paged kernel;
-#                                               # the hostile samples through the suite in what is left of END s
-#                                               # (default 575; grades not started by END - 175 s are skipped)
+#   bash benchmarks/device_session13.sh core    # one call when the device is scarce: grade --gpu of vector_add,
+#                                               # decode_attention and the paged kernel (started by 110 s); bench of
+#                                               # vector_add with eager batches and with --graph-batches; every
+#                                               # reference kernel through bench, checks on and off (--time-cap 1),
+#                                               # until END - 100 s; the hostile samples through the suite until END
+#                                               # (default 575). Ran once, in an older order, on 2026-12-06
+#                                               # (benchmarks/results/h100-session13)
 # Then, here: `infralab leaderboard <unpacked ref1 + ref2 folders> --out benchmarks/results/<run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
@@ -44,15 +46,17 @@ case "${1:-checks}" in
     OUT=$OUT TIMECAP=2 LIMIT=90 DEADLINE=$((T0 + 470)) SAMPLES=/tmp/h200-newer \
       bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1 ;;
   core)
-    stamp "bench: the reference kernels, checks on and off"
-    timeout 240 python3 benchmarks/h200_suite.py --out "$OUT" --candidates solutions --checks both \
-      --tag checks-solutions --time-cap 1 > "$LOGS/solutions.txt" 2>&1
     stamp "grade --gpu: vector_add decode_attention paged_decode_kernel"
-    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + ${END:-575} - 175)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
+    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + 110)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
-    stamp "bench: paged_decode_kernel"
-    [ "$(left ${END:-575})" -gt 60 ] && OUT=$OUT TIMECAP=2 ONLY=part04_serving.paged_decode_kernel \
-      bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench-paged.txt" 2>&1
+    stamp "bench: vector_add, eager batches and graph replays (--graph-batches)"
+    for g in "" --graph-batches; do
+      timeout 90 python3 benchmarks/h200_suite.py --out "$OUT" --candidates solutions --exercise vector_add $g \
+        --tag "vector-add${g:+-graphs}" --time-cap 1 > "$LOGS/vector-add${g:+-graphs}.txt" 2>&1
+    done
+    stamp "bench: the reference kernels, checks on and off (limit $(left $(( ${END:-575} - 100 ))) s)"
+    timeout "$(left $(( ${END:-575} - 100 )))" python3 benchmarks/h200_suite.py --out "$OUT" --candidates solutions \
+      --checks both --tag checks-solutions --time-cap 1 > "$LOGS/solutions.txt" 2>&1
     stamp "the hostile samples through the suite (limit $(left ${END:-575}) s)"
     [ "$(left ${END:-575})" -gt 30 ] && timeout "$(left ${END:-575})" python3 benchmarks/h200_suite.py --out "$OUT" \
       $(ls -d fixtures/submissions_gpu/*/ | sed 's/^/--submission /') --tag checks-hostile --time-cap 1 \
