@@ -37,8 +37,7 @@ class SamplingPolicy:
     # batched as replays of CUDA graphs of the calls, as in the caged route (infralab.perf.caged); a batch
     # of about graph_batch_target_s (the input-set budget may cap it), graphs of at most graph_calls calls
     # each (device_gate.captured_chunks). Off by default: on an H100 (2026-12-06) it read the reference's
-    # small vector_add 0.822x (eager: 0.879x; the cage 0.975x), and the two hostile samples whose calls
-    # could not be captured read 0.05-0.07x in the eager batches after the failed capture (docs/performance.md)
+    # small vector_add 0.822x (eager: 0.879x; the cage 0.975x: docs/performance.md)
     graphs: bool = False
     graph_batch_target_s: float = 0.02
     graph_calls: int = 1024

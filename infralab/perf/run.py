@@ -290,6 +290,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
     one_base = warm_up(lambda i: baseline_fn(probe[0], opts), timer)
     del probe
     calls = {"candidate": calls_per_sample(one_cand, policy), "baseline": calls_per_sample(one_base, policy)}
+    eager_calls = dict(calls)  # what a batch holds if its calls cannot be captured
     graphs = capture is not None and calls["candidate"] > 1  # short calls: graph replays, both runners
     if graphs:
         calls = {"candidate": graph_calls_per_sample(one_cand, policy),
@@ -318,9 +319,12 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
             try:
                 runners = {"candidate": GraphBatch(cand, calls["candidate"], capture),
                            "baseline": GraphBatch(base, calls["baseline"], capture)}
-            except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: eager batches from here on
+            except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: eager batches from here on,
+                # sized as eager batches are: hundreds of eager launches fill the launch queue behind the
+                # spin, and the batch then times the host's enqueueing (H100, 2026-12-06: 0.05-0.07x)
                 graphs = False
                 notes.append(tr("perf.graph_failed", error=f"{type(exc).__name__}: {first_line(exc)[:200]}"))
+                calls = {k: min(v, eager_calls[k]) for k, v in calls.items()}
                 cand.last.clear()
                 _sync(device)
         aside = None
