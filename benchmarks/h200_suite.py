@@ -142,6 +142,7 @@ def main() -> int:
                 print(f"{name}: no candidate {target} ({e})")
                 continue
             entries += run_all(cand, name, cs, profile, timer, policy, target, args.checks == "both")
+            write_outputs(out, args.tag, env, profile, entries, quiet=True)  # so far: a call's timeout keeps them
     write_outputs(out, args.tag, env, profile, entries)
     return 0
 
@@ -167,7 +168,7 @@ def run_all(cand, name, cs, profile, timer, policy, target, both: bool = False) 
     return entries
 
 
-def write_outputs(out: Path, tag: str, env, profile, entries) -> None:
+def write_outputs(out: Path, tag: str, env, profile, entries, quiet: bool = False) -> None:
     import datetime as dt
     date = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     (out / f"h200-{tag}.json").write_text(json.dumps({"environment": env, "date": date, "profile": profile.name,
@@ -175,7 +176,8 @@ def write_outputs(out: Path, tag: str, env, profile, entries) -> None:
                                                       "ceilings": profile.ceilings, "entries": entries}, indent=1))
     md = markdown(entries, env, profile.ceilings, tag)
     (out / f"h200-{tag}.md").write_text(md)
-    print(md)
+    if not quiet:
+        print(md)
 
 
 if __name__ == "__main__":
