@@ -11,8 +11,9 @@
 #   bash benchmarks/device_session13.sh ref2    # grade --gpu: matmul; the hostile samples added since the last
 #                                               # H200 run (busy_thread, enqueue_side_stream, raw_launch_side_stream)
 #   bash benchmarks/device_session13.sh w4a16   # #16: benchmarks/h200_w4a16_fast.sh
-#   bash benchmarks/device_session13.sh core    # one call when the device is scarce: grade --gpu of vector_add,
-#                                               # decode_attention and the paged kernel (started by 110 s); bench of
+#   bash benchmarks/device_session13.sh core    # one call when the device is scarce: benchmarks/probe_short_clock.py
+#                                               # (<= 120 s); grade --gpu of vector_add,
+#                                               # decode_attention and the paged kernel (started by 190 s); bench of
 #                                               # vector_add with eager batches and with --graph-batches; every
 #                                               # reference kernel through bench, checks on and off (--time-cap 1),
 #                                               # until END - 100 s; the hostile samples through the suite until END
@@ -46,8 +47,10 @@ case "${1:-checks}" in
     OUT=$OUT TIMECAP=2 LIMIT=90 DEADLINE=$((T0 + 470)) SAMPLES=/tmp/h200-newer \
       bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1 ;;
   core)
+    stamp "probe: the small vector_add's clocks (benchmarks/probe_short_clock.py)"
+    timeout 120 python3 benchmarks/probe_short_clock.py > "$LOGS/probe-short-clock.txt" 2>&1
     stamp "grade --gpu: vector_add decode_attention paged_decode_kernel"
-    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + 110)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
+    OUT=$OUT TIMECAP=3 LIMIT=100 DEADLINE=$((T0 + 190)) ONLY="vector_add decode_attention" PAGED_ONLY=1 \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1
     stamp "bench: vector_add, eager batches and graph replays (--graph-batches)"
     for g in "" --graph-batches; do
