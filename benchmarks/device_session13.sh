@@ -11,6 +11,8 @@
 #   bash benchmarks/device_session13.sh ref2    # grade --gpu: matmul; the hostile samples added since the last
 #                                               # H200 run (busy_thread, enqueue_side_stream, raw_launch_side_stream)
 #   bash benchmarks/device_session13.sh w4a16   # #16: benchmarks/h200_w4a16_fast.sh
+#   bash benchmarks/device_session13.sh pytest  # pytest -m gpu (graders/part03_kernels/test_perf.py) of every hostile
+#                                               # sample on its exercise, --perf-time-cap 1, 60 s each, until 560 s
 #   bash benchmarks/device_session13.sh core    # one call when the device is scarce: benchmarks/probe_short_clock.py
 #                                               # (<= 120 s); grade --gpu of vector_add,
 #                                               # decode_attention and the paged kernel (started by 190 s); bench of
@@ -64,6 +66,17 @@ case "${1:-checks}" in
     [ "$(left ${END:-575})" -gt 30 ] && timeout "$(left ${END:-575})" python3 benchmarks/h200_suite.py --out "$OUT" \
       $(ls -d fixtures/submissions_gpu/*/ | sed 's/^/--submission /') --tag checks-hostile --time-cap 1 \
       > "$LOGS/hostile-suite.txt" 2>&1 ;;
+  pytest)
+    stamp "pytest -m gpu: every hostile sample on its exercise (until 560 s)"
+    PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')
+    for d in fixtures/submissions_gpu/*/; do
+      ex=$(cd "$d" && ls part03_kernels/*.py | head -1 | xargs basename | sed 's/\.py$//')
+      [ "$(left 560)" -lt 20 ] && { echo "== $d: not run (deadline)"; continue; }
+      echo "== $(date +%T) $d ($ex)"
+      timeout "$(( $(left 560) < 60 ? $(left 560) : 60 ))" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py \
+        -m gpu -k "$ex" --target "$d" --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 \
+        | grep -E "passed|failed|FAILED|Error" | cut -c1-400
+    done > "$LOGS/pytest.txt" 2>&1 ;;
   w4a16)
     stamp "W4A16 sweep and GPU tests"
     OUT=$OUT bash benchmarks/h200_w4a16_fast.sh > "$LOGS/w4a16.txt" 2>&1 ;;
