@@ -13,7 +13,9 @@ Three things happen inside ``watching()``:
   (``InterpretedFunction.run``, ``TRITON_INTERPRET=1``) alike: the kernel's name, the file its
   ``@triton.jit`` function is defined in, and which of its tensor arguments' storages changed
   during the launch (compared byte for byte before and after, on whatever device they live):
-  the evidence that a returned tensor is a kernel's output and not torch's;
+  the evidence that a returned tensor is a kernel's output and not torch's (a compiled launch
+  that Triton's autotuner times while it benchmarks a config is recorded without the comparison,
+  which would otherwise be what the autotuner times: see ``_watched_run``);
 - under the interpreter, a masked load or store whose active lanes point outside every tensor
   argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
   (a missing mask would otherwise crash the whole pytest process with "corrupted size");
@@ -41,6 +43,7 @@ _LOCK = threading.Lock()
 _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launches)
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
 _INSTALLED = {"interpreter": False, "compiled": False, "launcher": False}
+_AUTOTUNING = threading.local()  # depth of Triton autotuner benchmarks running in this thread
 
 
 @dataclass(frozen=True)
@@ -90,15 +93,26 @@ def _storage_bytes(t):
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).clone()
 
 
-def _watched_run(run):
-    """A kernel's ``run`` that records the launch and the storages it wrote (warm-ups are not launches)."""
+def autotuning() -> bool:
+    """True while Triton's autotuner benchmarks a config in this thread (``Autotuner._bench``)."""
+    return getattr(_AUTOTUNING, "depth", 0) > 0
+
+
+def _watched_run(run, compare_when_autotuning: bool = True):
+    """A kernel's ``run`` that records the launch and the storages it wrote (warm-ups are not launches).
+
+    Without ``compare_when_autotuning`` (compiled kernels), a launch made while the autotuner
+    benchmarks a config is recorded without comparing bytes: the comparison copies every argument's
+    storage and synchronises inside the autotuner's timed region, so the configs' timings would be
+    the comparison's, and the config cached for every later call (the timed ones too) a random one.
+    The launch that follows the benchmarks, with the config chosen, is compared as always."""
 
     def watched_run(self, *args, grid, warmup, **kwargs):
         if warmup or not _ACTIVE:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
         import torch
 
-        compare = any(w.record_writes for w in _ACTIVE)
+        compare = any(w.record_writes for w in _ACTIVE) and (compare_when_autotuning or not autotuning())
         with quiet_modes():
             tensors = {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))} if compare else {}
             before = {key: _storage_bytes(t) for key, t in tensors.items()}
@@ -124,8 +138,31 @@ def _install_compiled() -> None:
         from triton.runtime.jit import JITFunction
     except ImportError:
         return
-    JITFunction.run = _watched_run(JITFunction.run)
+    JITFunction.run = _watched_run(JITFunction.run, compare_when_autotuning=False)
+    _install_autotune_marker()
     _INSTALLED["compiled"] = True
+
+
+def _install_autotune_marker() -> None:
+    """Mark the autotuner's benchmark of each config (``Autotuner._bench``), so that the launches it
+    times are not slowed by the watch's byte comparison (see :func:`_watched_run`)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    bench = getattr(Autotuner, "_bench", None)
+    if bench is None or getattr(bench, "__wrapped__", None) is not None:
+        return
+
+    def marked_bench(self, *args, **kwargs):
+        _AUTOTUNING.depth = getattr(_AUTOTUNING, "depth", 0) + 1
+        try:
+            return bench(self, *args, **kwargs)
+        finally:
+            _AUTOTUNING.depth -= 1
+
+    marked_bench.__wrapped__ = bench
+    Autotuner._bench = marked_bench
 
 
 def _install_launcher() -> None:
