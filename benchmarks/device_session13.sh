@@ -10,7 +10,7 @@
 #                                               # flash_attention, its limit what is left of 570 s
 #   bash benchmarks/device_session13.sh ref2    # grade --gpu: matmul; the hostile samples added since the last
 #                                               # H200 run (busy_thread, enqueue_side_stream, raw_launch_side_stream)
-#   bash benchmarks/device_session13.sh w4a16   # #16: benchmarks/h200_w4a16_fast.sh
+#   bash benchmarks/device_session13.sh w4a16   # #16: infralab bench of w4a16, then benchmarks/h200_w4a16_fast.sh
 #   bash benchmarks/device_session13.sh pytest  # pytest -m gpu (graders/part03_kernels/test_perf.py) of every hostile
 #                                               # sample on its exercise, --perf-time-cap 1, 60 s each, until 560 s
 #   bash benchmarks/device_session13.sh core    # one call when the device is scarce: benchmarks/probe_short_clock.py
@@ -78,6 +78,9 @@ case "${1:-checks}" in
         | grep -E "passed|failed|FAILED|Error" | cut -c1-400
     done > "$LOGS/pytest.txt" 2>&1 ;;
   w4a16)
+    stamp "W4A16 through infralab bench (autotuned outside the gate's byte comparison since 2026-12-06)"
+    timeout 120 python3 -m infralab.cli bench part05_quantization.w4a16 --target solutions --time-cap 2 \
+      --record "$OUT/h200-w4a16-bench.json" > "$LOGS/w4a16-bench.txt" 2>&1
     stamp "W4A16 sweep and GPU tests"
     OUT=$OUT bash benchmarks/h200_w4a16_fast.sh > "$LOGS/w4a16.txt" 2>&1 ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
