@@ -50,7 +50,7 @@ def run(module, capture, seconds=SHORT):
 def test_short_calls_are_timed_as_graph_replays_of_a_batch_of_distinct_sets_for_both_runners():
     log = []
     e = run(SoftmaxModule, fake_capture(log))
-    assert e["correct"] and e["decision"] in ("accept", "tune", "reject"), e["reason"]
+    assert e["correct"], e["reason"]
     assert e["workload"]["graph_replays"] is True
     calls = e["workload"]["calls_per_sample"]
     assert calls["candidate"] == 80 == e["workload"]["input_sets"]  # every call its own set, all rewritten

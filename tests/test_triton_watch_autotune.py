@@ -4,6 +4,10 @@ region), so the config it caches for the timed calls is chosen by the kernel's o
 a fake kernel ``run`` and a fake Autotuner class."""
 from __future__ import annotations
 
+import sys
+import types
+
+import pytest
 import torch
 
 from infralab import triton_watch
@@ -42,7 +46,6 @@ def test_a_launch_while_autotuning_is_recorded_without_comparing_bytes(monkeypat
 
 
 def test_the_autotuner_benchmark_is_marked_while_it_runs(monkeypatch):
-    import types
     seen = []
 
     class FakeAutotuner:
@@ -51,7 +54,7 @@ def test_the_autotuner_benchmark_is_marked_while_it_runs(monkeypatch):
             return 1.0
 
     module = types.SimpleNamespace(Autotuner=FakeAutotuner)
-    monkeypatch.setitem(__import__("sys").modules, "triton.runtime.autotuner", module)
+    monkeypatch.setitem(sys.modules, "triton.runtime.autotuner", module)
     triton_watch._install_autotune_marker()
     assert FakeAutotuner()._bench(config=None) == 1.0
     assert seen == [True] and not autotuning()
@@ -60,7 +63,7 @@ def test_the_autotuner_benchmark_is_marked_while_it_runs(monkeypatch):
 
 
 def test_the_real_autotuner_is_marked_once_a_watch_has_opened():
-    autotuner = __import__("pytest").importorskip("triton.runtime.autotuner")
+    autotuner = pytest.importorskip("triton.runtime.autotuner")
     with watching(poison_allocations=False):
         pass
     assert getattr(autotuner.Autotuner._bench, "__wrapped__", None) is not None

@@ -320,8 +320,9 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 runners = {"candidate": GraphBatch(cand, calls["candidate"], capture),
                            "baseline": GraphBatch(base, calls["baseline"], capture)}
             except Exception as exc:  # noqa: BLE001 - what a graph cannot hold: eager batches from here on,
-                # sized as eager batches are: hundreds of eager launches fill the launch queue behind the
-                # spin, and the batch then times the host's enqueueing (H100, 2026-12-06: 0.05-0.07x)
+                # sized as eager batches are: hundreds of eager launches would most likely fill the launch queue
+                # behind the spin and time the host's enqueueing (graph-sized eager batches read 0.05-0.07x
+                # on an H100, 2026-12-06)
                 graphs = False
                 notes.append(tr("perf.graph_failed", error=f"{type(exc).__name__}: {first_line(exc)[:200]}"))
                 calls = {k: min(v, eager_calls[k]) for k, v in calls.items()}
