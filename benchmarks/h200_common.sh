@@ -23,8 +23,13 @@ hostile_vector_add() {
     bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile-va.txt" 2>&1
 }
 
-# Pack the logs (the device returns at most 8 files).
+# Pack the logs (the device returns at most 8 files): every .md and .txt under $OUT goes into logs.tgz with
+# them, so a call returns its JSON records, its .tgz archives and logs.tgz (on 2026-12-06 a call wrote ten files
+# and lost logs.tgz).
 pack_logs() {
   stamp done >> "$LOGS/steps.txt"
+  mv "$OUT"/*.md "$OUT"/*.txt "$LOGS/" 2>/dev/null
   tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
+  local n; n=$(find "$OUT" -maxdepth 1 -type f | wc -l)
+  [ "$n" -le 8 ] || echo "pack_logs: $n files under $OUT, the device returns 8" >&2
 }

@@ -66,6 +66,7 @@ case "$PHASE" in
     done
     ;;
   bench)
+    rm -f /tmp/h200-bench-*.json  # an earlier call's records on the same warm machine
     for ex in ${ONLY:-vector_add rmsnorm softmax matmul flash_attention decode_attention part04_serving.paged_decode_kernel}; do
       timeout 90 python3 -m infralab.cli bench "$ex" --target solutions --time-cap "$TIMECAP" --record "/tmp/h200-bench-$ex.json" 2>&1 \
         | tail -4 | cut -c1-300

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue #12's remaining routes and #16's W4A16 bench, 2026-12-07: with `bash benchmarks/device_session13.sh pytest`
+# (pytest -m gpu of every hostile sample), three device calls chained on one warm machine, each under the 600 s
+# limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
+#   bash benchmarks/device_session14.sh refs    # infralab bench of decode_attention, the paged decode kernel and
+#                                               # flash_attention (--time-cap 2), then grade --gpu of the same
+#                                               # three (caged vs bench within 5%), flash last, until 570 s
+#   bash benchmarks/device_session14.sh matmul  # grade --gpu of matmul and its bench; grade --gpu of timer_patch
+#                                               # and wrong_when_timed; infralab bench of w4a16 (#16), until 570 s
+# Then, here: unpack the .tgz records into one folder and `infralab leaderboard <folder> --out <run>/leaderboard`.
+source benchmarks/h200_common.sh
+left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
+case "${1:-refs}" in
+  refs)
+    stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
+    OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel flash_attention" \
+      bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
+    stamp "grade --gpu: decode_attention, paged_decode_kernel"
+    OUT=$OUT TIMECAP=2 LIMIT=120 DEADLINE=$((T0 + 330)) ONLY="decode_attention" PAGED_ONLY=1 \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
+    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
+    stamp "grade --gpu: flash_attention (limit $(left 570) s)"
+    OUT=$OUT TIMECAP=2 LIMIT=$(left 570) ONLY=flash_attention \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-2.txt" 2>&1
+    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-flash.tgz" 2>/dev/null ;;
+  matmul)
+    stamp "grade --gpu: timer_patch, wrong_when_timed"
+    rm -rf /tmp/h200-two && mkdir -p /tmp/h200-two
+    cp -r fixtures/submissions_gpu/timer_patch_vector_add fixtures/submissions_gpu/wrong_when_timed_vector_add /tmp/h200-two/
+    OUT=$OUT TIMECAP=2 LIMIT=70 SAMPLES=/tmp/h200-two bash benchmarks/h200_grade_gpu.sh hostile > "$LOGS/hostile.txt" 2>&1
+    stamp "bench: matmul"
+    OUT=$OUT TIMECAP=2 ONLY=matmul bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
+    stamp "W4A16 through infralab bench"
+    timeout 120 python3 -m infralab.cli bench part05_quantization.w4a16 --target solutions --time-cap 2 \
+      --record "$OUT/h200-w4a16-bench.json" > "$LOGS/w4a16-bench.txt" 2>&1
+    stamp "grade --gpu: matmul (limit $(left 570) s)"
+    OUT=$OUT TIMECAP=2 LIMIT=$(left 570) ONLY=matmul \
+      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1 ;;
+esac 2>&1 | tee "$LOGS/steps.txt"
+pack_logs
+exit 0
