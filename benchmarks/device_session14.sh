@@ -3,7 +3,8 @@
 # (pytest -m gpu of every hostile sample), three device calls chained on one warm machine, each under the 600 s
 # limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
 #   bash benchmarks/device_session14.sh one     # one call for a scarce device: the hostile samples through
-#                                               # pytest -m gpu three at a time, then the refs phase's steps
+#                                               # pytest -m gpu four at a time, then the refs phase's steps;
+#                                               # END (default 575): the seconds the call may take
 #   bash benchmarks/device_session14.sh refs    # infralab bench of decode_attention, the paged decode kernel and
 #                                               # flash_attention (--time-cap 2), then grade --gpu of the same
 #                                               # three (caged vs bench within 5%), flash last, until 570 s
@@ -12,33 +13,36 @@
 # Then, here: unpack the .tgz records into one folder and `infralab leaderboard <folder> --out <run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
-# pytest -m gpu of one hostile sample on its exercise (--perf-time-cap 1, at most $2 seconds): its result lines.
+# pytest -m gpu of one hostile sample on its exercise (--perf-time-cap 1, at most $2 seconds, none started
+# after T0 + $3 - 15 and none running past T0 + $3): its result lines.
 pytest_sample() {
-  local d=$1 ex
+  local d=$1 ex lim=$(( T0 + $3 - $(date +%s) ))
   ex=$(cd "$d" && ls part03_kernels/*.py | head -1 | xargs basename | sed 's/\.py$//')
+  [ "$lim" -lt 15 ] && { echo "== $d: not run (deadline)"; return; }
   echo "== $(date +%T) $d ($ex)"
-  timeout "$2" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py -m gpu -k "$ex" --target "$d" \
+  timeout "$(( lim < $2 ? lim : $2 ))" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py -m gpu -k "$ex" --target "$d" \
     --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 | grep -E "passed|failed|FAILED|Error" | cut -c1-400
   echo "== $(date +%T) $d: rc ${PIPESTATUS[0]}"
 }
 export -f pytest_sample
+export T0
 export PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')
 case "${1:-refs}" in
-  one)  # when the device is scarce: every hostile sample through pytest -m gpu, three at a time (their verdicts
-        # are the checks', not timings), until 200 s; then the refs phase's steps, flash_attention last
-    stamp "pytest -m gpu: every hostile sample, three at a time"
-    ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 3 -I{} bash -c 'pytest_sample {} 90 > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
+  one)  # when the device is scarce: every hostile sample through pytest -m gpu, four at a time (their verdicts
+        # are the checks', not timings), until END - 360 s; then the refs phase's steps, flash_attention last
+    stamp "pytest -m gpu: every hostile sample, four at a time"
+    ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 $(( ${END:-575} - 360 )) > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
     cat "$LOGS"/pytest-*.txt > "$LOGS/pytest.txt" && rm "$LOGS"/pytest-*.txt
     grep -E "^== |FAILED|passed|failed" "$LOGS/pytest.txt" | cut -c1-300
     stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
     OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel flash_attention" \
       bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
     stamp "grade --gpu: decode_attention, paged_decode_kernel"
-    OUT=$OUT TIMECAP=2 LIMIT=110 DEADLINE=$((T0 + 400)) ONLY="decode_attention" PAGED_ONLY=1 \
+    OUT=$OUT TIMECAP=2 LIMIT=110 DEADLINE=$((T0 + ${END:-575} - 175)) ONLY="decode_attention" PAGED_ONLY=1 \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
     mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
-    stamp "grade --gpu: flash_attention (limit $(left 575) s)"
-    [ "$(left 575)" -gt 60 ] && OUT=$OUT TIMECAP=2 LIMIT=$(left 575) ONLY=flash_attention \
+    stamp "grade --gpu: flash_attention (limit $(left ${END:-575}) s)"
+    [ "$(left ${END:-575})" -gt 60 ] && OUT=$OUT TIMECAP=2 LIMIT=$(left ${END:-575}) ONLY=flash_attention \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-2.txt" 2>&1
     mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-flash.tgz" 2>/dev/null ;;
   refs)
