@@ -4,7 +4,10 @@
 # limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
 #   bash benchmarks/device_session14.sh one     # one call for a scarce device: the hostile samples through
 #                                               # pytest -m gpu four at a time, then the refs phase's steps;
-#                                               # END (default 575): the seconds the call may take
+#                                               # END (default 575): the seconds the call may take;
+#                                               # PYTEST_S (default END - 360): the samples' deadline; FLASH= (empty)
+#                                               # leaves flash_attention out of the bench, FLASH_S=N keeps N s for
+#                                               # its grade (default 175)
 #   bash benchmarks/device_session14.sh refs    # infralab bench of decode_attention, the paged decode kernel and
 #                                               # flash_attention (--time-cap 2), then grade --gpu of the same
 #                                               # three (caged vs bench within 5%), flash last, until 570 s
@@ -31,14 +34,14 @@ case "${1:-refs}" in
   one)  # when the device is scarce: every hostile sample through pytest -m gpu, four at a time (their verdicts
         # are the checks', not timings), until END - 360 s; then the refs phase's steps, flash_attention last
     stamp "pytest -m gpu: every hostile sample, four at a time"
-    ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 $(( ${END:-575} - 360 )) > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
+    ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 ${PYTEST_S:-$(( ${END:-575} - 360 ))} > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
     cat "$LOGS"/pytest-*.txt > "$LOGS/pytest.txt" && rm "$LOGS"/pytest-*.txt
     grep -E "^== |FAILED|passed|failed" "$LOGS/pytest.txt" | cut -c1-300
     stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
-    OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel flash_attention" \
+    OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel ${FLASH-flash_attention}" \
       bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
     stamp "grade --gpu: decode_attention, paged_decode_kernel"
-    OUT=$OUT TIMECAP=2 LIMIT=110 DEADLINE=$((T0 + ${END:-575} - 175)) ONLY="decode_attention" PAGED_ONLY=1 \
+    OUT=$OUT TIMECAP=2 LIMIT=110 DEADLINE=$((T0 + ${END:-575} - ${FLASH_S:-175})) ONLY="decode_attention" PAGED_ONLY=1 \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
     mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
     stamp "grade --gpu: flash_attention (limit $(left ${END:-575}) s)"
