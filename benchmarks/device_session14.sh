@@ -8,6 +8,7 @@
 #                                               # PYTEST_S (default END - 360): the samples' deadline; FLASH= (empty)
 #                                               # leaves flash_attention out of the bench, FLASH_S=N keeps N s for
 #                                               # its grade (default 175)
+#   bash benchmarks/device_session14.sh samples # its first step alone (PYTEST_S, default 215)
 #   bash benchmarks/device_session14.sh refs    # infralab bench of decode_attention, the paged decode kernel and
 #                                               # flash_attention (--time-cap 2), then grade --gpu of the same
 #                                               # three (caged vs bench within 5%), flash last, until 570 s
@@ -29,14 +30,20 @@ pytest_sample() {
 }
 export -f pytest_sample
 export T0
+# Every hostile sample through pytest -m gpu, four at a time (busy_thread last), until T0 + PYTEST_S.
+pytest_samples() {
+  stamp "pytest -m gpu: every hostile sample, four at a time"
+  ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 ${PYTEST_S:-$(( ${END:-575} - 360 ))} > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
+  cat "$LOGS"/pytest-*.txt > "$LOGS/pytest.txt" && rm "$LOGS"/pytest-*.txt
+  grep -E "^== |FAILED|passed|failed" "$LOGS/pytest.txt" | cut -c1-300
+}
 export PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')
 case "${1:-refs}" in
+  samples)  # the first step of `one` alone (PYTEST_S, default 215)
+    PYTEST_S=${PYTEST_S:-215} pytest_samples ;;
   one)  # when the device is scarce: every hostile sample through pytest -m gpu, four at a time (their verdicts
         # are the checks', not timings), until END - 360 s; then the refs phase's steps, flash_attention last
-    stamp "pytest -m gpu: every hostile sample, four at a time"
-    ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 ${PYTEST_S:-$(( ${END:-575} - 360 ))} > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
-    cat "$LOGS"/pytest-*.txt > "$LOGS/pytest.txt" && rm "$LOGS"/pytest-*.txt
-    grep -E "^== |FAILED|passed|failed" "$LOGS/pytest.txt" | cut -c1-300
+    pytest_samples
     stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
     OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel ${FLASH-flash_attention}" \
       bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
