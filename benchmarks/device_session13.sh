@@ -62,24 +62,13 @@ case "${1:-checks}" in
     stamp "bench: the reference kernels, checks on and off (limit $(left $(( ${END:-575} - 100 ))) s)"
     timeout "$(left $(( ${END:-575} - 100 )))" python3 benchmarks/h200_suite.py --out "$OUT" --candidates solutions \
       --checks both --tag checks-solutions --time-cap 1 > "$LOGS/solutions.txt" 2>&1
-    # busy_thread last: its copying thread lives on in the suite's process (the samples after it were timed beside
-    # it, and the suite's run of 2026-12-06 ended in an abort, most likely that thread at the interpreter's exit)
     stamp "the hostile samples through the suite (limit $(left ${END:-575}) s)"
     [ "$(left ${END:-575})" -gt 30 ] && timeout "$(left ${END:-575})" python3 benchmarks/h200_suite.py --out "$OUT" \
-      $(ls -d fixtures/submissions_gpu/*/ | awk '/busy_thread/ {b=$0; next} 1; END {print b}' \
-        | sed 's/^/--submission /') --tag checks-hostile --time-cap 1 \
+      $(hostile_samples | sed 's/^/--submission /') --tag checks-hostile --time-cap 1 \
       > "$LOGS/hostile-suite.txt" 2>&1 ;;
   pytest)
     stamp "pytest -m gpu: every hostile sample on its exercise (until 560 s)"
-    PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')
-    for d in fixtures/submissions_gpu/*/; do
-      ex=$(cd "$d" && ls part03_kernels/*.py | head -1 | xargs basename | sed 's/\.py$//')
-      [ "$(left 560)" -lt 20 ] && { echo "== $d: not run (deadline)"; continue; }
-      echo "== $(date +%T) $d ($ex)"
-      timeout "$(( $(left 560) < 60 ? $(left 560) : 60 ))" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py \
-        -m gpu -k "$ex" --target "$d" --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 \
-        | grep -E "passed|failed|FAILED|Error" | cut -c1-400
-    done > "$LOGS/pytest.txt" 2>&1 ;;
+    for d in $(hostile_samples); do pytest_sample "$d" 60 560; done > "$LOGS/pytest.txt" 2>&1 ;;
   w4a16)
     stamp "W4A16 through infralab bench (autotuned outside the gate's byte comparison since 2026-12-06)"
     timeout 120 python3 -m infralab.cli bench part05_quantization.w4a16 --target solutions --time-cap 2 \

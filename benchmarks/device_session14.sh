@@ -1,76 +1,54 @@
 #!/usr/bin/env bash
-# Issue #12's remaining routes and #16's W4A16 bench, 2026-12-07: with `bash benchmarks/device_session13.sh pytest`
-# (pytest -m gpu of every hostile sample), three device calls chained on one warm machine, each under the 600 s
-# limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
+# Issue #12's remaining routes and #16's W4A16 bench, written 2026-12-07 (not yet run: no device started that day):
+# three device calls (samples, refs, matmul) chained on one warm machine, or `one` and `matmul`, each under the
+# 600 s limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
 #   bash benchmarks/device_session14.sh one     # one call for a scarce device: the hostile samples through
 #                                               # pytest -m gpu four at a time, then the refs phase's steps;
 #                                               # END (default 575): the seconds the call may take;
 #                                               # PYTEST_S (default END - 360): the samples' deadline; FLASH= (empty)
-#                                               # leaves flash_attention out of the bench, FLASH_S=N keeps N s for
-#                                               # its grade (default 175)
+#                                               # leaves flash_attention out, FLASH_S=N keeps N s for its grade
 #   bash benchmarks/device_session14.sh samples # its first step alone (PYTEST_S, default 215)
 #   bash benchmarks/device_session14.sh refs    # infralab bench of decode_attention, the paged decode kernel and
 #                                               # flash_attention (--time-cap 2), then grade --gpu of the same
-#                                               # three (caged vs bench within 5%), flash last, until 570 s
+#                                               # three (caged vs bench within 5%), flash last, until END
+#                                               # (default 575; FLASH_S default 240)
 #   bash benchmarks/device_session14.sh matmul  # grade --gpu of matmul and its bench; grade --gpu of timer_patch
 #                                               # and wrong_when_timed; infralab bench of w4a16 (#16), until 570 s
 # Then, here: unpack the .tgz records into one folder and `infralab leaderboard <folder> --out <run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
-# pytest -m gpu of one hostile sample on its exercise (--perf-time-cap 1, at most $2 seconds, none started
-# after T0 + $3 - 15 and none running past T0 + $3): its result lines.
-pytest_sample() {
-  local d=$1 ex lim=$(( T0 + $3 - $(date +%s) ))
-  ex=$(cd "$d" && ls part03_kernels/*.py | head -1 | xargs basename | sed 's/\.py$//')
-  [ "$lim" -lt 15 ] && { echo "== $d: not run (deadline)"; return; }
-  echo "== $(date +%T) $d ($ex)"
-  timeout "$(( lim < $2 ? lim : $2 ))" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py -m gpu -k "$ex" --target "$d" \
-    --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 | grep -E "passed|failed|FAILED|Error" | cut -c1-400
-  echo "== $(date +%T) $d: rc ${PIPESTATUS[0]}"
-}
-export -f pytest_sample
-export T0
-# Every hostile sample through pytest -m gpu, four at a time (the routes issue #12 names first, busy_thread last),
-# until T0 + PYTEST_S.
+# Every hostile sample through pytest -m gpu, four at a time, until T0 + PYTEST_S.
 pytest_samples() {
   stamp "pytest -m gpu: every hostile sample, four at a time"
-  local first="compile_hidden compile_rmsnorm composite conv counting noop side_stream timer_patch"  # the issue's routes
-  { for f in $first; do ls -d fixtures/submissions_gpu/${f}*/; done
-    ls -d fixtures/submissions_gpu/*/ | grep -v -E "/($(echo $first | tr ' ' '|'))|busy_thread"
-    ls -d fixtures/submissions_gpu/busy_thread*/; } | xargs -P 4 -I{} bash -c 'pytest_sample {} 90 ${PYTEST_S:-$(( ${END:-575} - 360 ))} > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
+  hostile_samples | xargs -P 4 -I{} bash -c \
+    'pytest_sample {} 90 ${PYTEST_S:-$(( ${END:-575} - 360 ))} > "$0/pytest-$(basename {}).txt" 2>&1' "$LOGS"
   cat "$LOGS"/pytest-*.txt > "$LOGS/pytest.txt" && rm "$LOGS"/pytest-*.txt
   grep -E "^== |FAILED|passed|failed" "$LOGS/pytest.txt" | cut -c1-300
 }
-export PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())')
+# bench of decode_attention, the paged decode kernel and flash_attention (FLASH= leaves flash out), then their
+# grades: decode and paged started by END - FLASH_S, flash with what is left of END.
+refs_steps() {
+  stamp "bench: decode_attention, paged_decode_kernel ${FLASH-flash_attention}"
+  OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel ${FLASH-flash_attention}" \
+    bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
+  stamp "grade --gpu: decode_attention, paged_decode_kernel"
+  OUT=$OUT TIMECAP=2 LIMIT=120 DEADLINE=$((T0 + ${END:-575} - ${FLASH_S:-240})) ONLY="decode_attention" PAGED_ONLY=1 \
+    bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
+  mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
+  stamp "grade --gpu: flash_attention (limit $(left ${END:-575}) s)"
+  [ -n "${FLASH-flash_attention}" ] && [ "$(left ${END:-575})" -gt 60 ] && OUT=$OUT TIMECAP=2 \
+    LIMIT=$(left ${END:-575}) ONLY=flash_attention bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-2.txt" 2>&1
+  mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-flash.tgz" 2>/dev/null
+}
 case "${1:-refs}" in
   samples)  # the first step of `one` alone (PYTEST_S, default 215)
     PYTEST_S=${PYTEST_S:-215} pytest_samples ;;
   one)  # when the device is scarce: every hostile sample through pytest -m gpu, four at a time (their verdicts
-        # are the checks', not timings), until END - 360 s; then the refs phase's steps, flash_attention last
+        # are the checks', not timings), until END - 360 s; then the refs steps (FLASH_S 175 unless set)
     pytest_samples
-    stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
-    OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel ${FLASH-flash_attention}" \
-      bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
-    stamp "grade --gpu: decode_attention, paged_decode_kernel"
-    OUT=$OUT TIMECAP=2 LIMIT=110 DEADLINE=$((T0 + ${END:-575} - ${FLASH_S:-175})) ONLY="decode_attention" PAGED_ONLY=1 \
-      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
-    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
-    stamp "grade --gpu: flash_attention (limit $(left ${END:-575}) s)"
-    [ "$(left ${END:-575})" -gt 60 ] && OUT=$OUT TIMECAP=2 LIMIT=$(left ${END:-575}) ONLY=flash_attention \
-      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-2.txt" 2>&1
-    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-flash.tgz" 2>/dev/null ;;
+    FLASH_S=${FLASH_S:-175} refs_steps ;;
   refs)
-    stamp "bench: decode_attention, paged_decode_kernel, flash_attention"
-    OUT=$OUT TIMECAP=2 ONLY="decode_attention part04_serving.paged_decode_kernel flash_attention" \
-      bash benchmarks/h200_grade_gpu.sh bench > "$LOGS/bench.txt" 2>&1
-    stamp "grade --gpu: decode_attention, paged_decode_kernel"
-    OUT=$OUT TIMECAP=2 LIMIT=120 DEADLINE=$((T0 + 330)) ONLY="decode_attention" PAGED_ONLY=1 \
-      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-1.txt" 2>&1
-    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-decode-paged.tgz" 2>/dev/null
-    stamp "grade --gpu: flash_attention (limit $(left 570) s)"
-    OUT=$OUT TIMECAP=2 LIMIT=$(left 570) ONLY=flash_attention \
-      bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference-2.txt" 2>&1
-    mv "$OUT/h200-grade-gpu-reference.tgz" "$OUT/grade-flash.tgz" 2>/dev/null ;;
+    refs_steps ;;
   matmul)
     stamp "grade --gpu: timer_patch, wrong_when_timed"
     rm -rf /tmp/h200-two && mkdir -p /tmp/h200-two
