@@ -13,7 +13,9 @@
 #                                               # three (caged vs bench within 5%), flash last, until END
 #                                               # (default 575; FLASH_S default 240)
 #   bash benchmarks/device_session14.sh matmul  # grade --gpu of matmul and its bench; grade --gpu of timer_patch
-#                                               # and wrong_when_timed; infralab bench of w4a16 (#16), until 570 s
+#                                               # and wrong_when_timed; infralab bench of w4a16 (#16); the decode
+#                                               # footprint probe (benchmarks/probe_footprint.py); until END
+#                                               # (default 570)
 # Then, here: unpack the .tgz records into one folder and `infralab leaderboard <folder> --out <run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
@@ -59,8 +61,10 @@ case "${1:-refs}" in
     stamp "W4A16 through infralab bench"
     timeout 120 python3 -m infralab.cli bench part05_quantization.w4a16 --target solutions --time-cap 2 \
       --record "$OUT/h200-w4a16-bench.json" > "$LOGS/w4a16-bench.txt" 2>&1
-    stamp "grade --gpu: matmul (limit $(left 570) s)"
-    OUT=$OUT TIMECAP=2 LIMIT=$(left 570) ONLY=matmul \
+    stamp "probe: footprint and rewrite of decode_attention's sets (the caged-vs-bench gap)"
+    timeout 100 python3 benchmarks/probe_footprint.py --workload decode_attention > "$LOGS/probe-footprint.txt" 2>&1
+    stamp "grade --gpu: matmul (limit $(left ${END:-570}) s)"
+    OUT=$OUT TIMECAP=2 LIMIT=$(left ${END:-570}) ONLY=matmul \
       bash benchmarks/h200_grade_gpu.sh reference > "$LOGS/reference.txt" 2>&1 ;;
 esac 2>&1 | tee "$LOGS/steps.txt"
 pack_logs
