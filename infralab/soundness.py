@@ -19,7 +19,10 @@ lists the holes.
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from infralab.course import Course, Exercise
@@ -171,3 +174,23 @@ def check_soundness(course: Course, exercises: tuple[Exercise, ...], jobs: int =
                   soundness=True, jobs=jobs, seed=seed, seeds=seeds, extra_args=list(extra_args or []))
     record = run_tests(course, run)
     return analyze(course, exercises, record, seeds), record
+
+
+SOLUTION_KIT_ID = re.compile(r"(?:\[|-)(solutions(?:-seed\d+)?)\]$")  # a solution case's id, as the kit appends it
+
+
+def closest_calls(log: Path) -> list[dict[str, Any]]:
+    """The solution's tolerance checks from a margin log (``INFRALAB_MARGIN_LOG``, see
+    infralab/testing.py), one row per (test, check name), worst first: the most of its tolerance any
+    seed used, over how many checks, and whether that tolerance was the dtype table's."""
+    worst: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
+        entry = json.loads(line)
+        kit = SOLUTION_KIT_ID.search(entry["test"])
+        if not kit:  # the stub's or a mutant's check
+            continue
+        test = own_nodeid(entry["test"], kit.group(1))
+        row = worst.setdefault((test, entry["name"]), {"test": test, "check": entry["name"], "used": 0.0, "checks": 0,
+                                                       "tolerance": "table" if entry["table"] else "the test's own"})
+        row["used"], row["checks"] = max(row["used"], entry["used"]), row["checks"] + 1
+    return sorted(worst.values(), key=lambda r: -r["used"])

@@ -18,10 +18,16 @@ with the values that differ as fields.
 
 Output buffers a student's code writes into are created poisoned (:func:`poisoned`) so that a
 kernel that forgets to write part of its output cannot pass on leftover memory.
+
+With ``INFRALAB_MARGIN_LOG=<file>`` set (``benchmarks/soundness_sweep.py --margins`` sets it), every
+:func:`assert_close` that has a tolerance appends how much of it the answer used to that file: the
+deep sweep's evidence of how far a correct answer stays from failing, beyond whether it passed.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Union
 
@@ -38,6 +44,8 @@ _TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float8_e4m3fn: (1.25e-1, 1.25e-1),
     torch.float8_e5m2: (2.5e-1, 2.5e-1),
 }
+
+MARGIN_LOG = "INFRALAB_MARGIN_LOG"
 
 MistakeOutput = Union[torch.Tensor, Callable[[], torch.Tensor]]
 Label = Union[str, tuple[str, str]]  # a known mistake's description: English, or (english, chinese)
@@ -133,6 +141,24 @@ def diagnose(actual: torch.Tensor, mistakes: Mapping[Label, MistakeOutput] | Non
     return None
 
 
+def tolerance_used(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> float:
+    """The largest ``|actual - expected| / (atol + rtol |expected|)`` over the finite expected
+    elements: below 1 passes, and how far below is the margin a correct answer keeps. NaN counts as
+    infinitely far."""
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    finite = torch.isfinite(e)
+    used = ((a - e).abs() / (atol + rtol * e.abs()))[finite].nan_to_num(nan=math.inf)
+    return float(used.max()) if used.numel() else 0.0
+
+
+def _log_margin(path: str, used: float, name: str, from_table: bool) -> None:
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    line = json.dumps({"test": test, "name": name, "used": used, "table": from_table}, ensure_ascii=False)
+    with open(path, "a", encoding="utf-8") as log:  # one short line per write: appends from xdist workers stay whole
+        log.write(line + "\n")
+
+
 def assert_close(actual: Any, expected: torch.Tensor, *, name: Name = "output",
                  rtol: float | None = None, atol: float | None = None, reduction: int | None = None,
                  mistakes: Mapping[Label, MistakeOutput] | None = None, check_dtype: bool = True) -> None:
@@ -146,9 +172,12 @@ def assert_close(actual: Any, expected: torch.Tensor, *, name: Name = "output",
     name = localized(name)
     check_tensor(actual, shape=tuple(expected.shape), dtype=expected.dtype if check_dtype else None, name=name)
     table_rtol, table_atol = tolerance(expected.dtype, reduction)
+    from_table = rtol is None and atol is None
     rtol = table_rtol if rtol is None else rtol
     atol = table_atol if atol is None else atol
     ok = _close_mask(actual, expected, rtol, atol)
+    if os.environ.get(MARGIN_LOG) and (rtol or atol):
+        _log_margin(os.environ[MARGIN_LOG], tolerance_used(actual, expected, rtol, atol), name, from_table)
     if bool(ok.all()):
         return
     a = actual.detach().to("cpu", torch.float64)

@@ -1,4 +1,4 @@
-"""assert_close where the expected value is infinite: only the same infinity passes."""
+"""assert_close: only the same infinity matches an infinity, names in the run's language, the margin log."""
 import math
 
 import pytest
@@ -6,7 +6,8 @@ import torch
 
 from infralab.engine_checks import assert_same_tokens
 from infralab.stats import assert_draws_follow
-from infralab.testing import Mismatch, assert_all_written, assert_close, assert_equal, check_tensor, poisoned
+from infralab.soundness import closest_calls
+from infralab.testing import MARGIN_LOG, Mismatch, assert_all_written, assert_close, assert_equal, check_tensor, poisoned
 
 INF = math.inf
 
@@ -47,3 +48,20 @@ def test_a_plain_name_is_shown_as_written(monkeypatch):
     monkeypatch.setenv("INFRALAB_LANG", "zh")
     with pytest.raises(Mismatch, match="y = x Wᵀ"):
         assert_close(torch.ones(3), torch.zeros(3), name="y = x Wᵀ")
+
+
+def test_the_margin_log_records_how_much_tolerance_each_check_used(monkeypatch, tmp_path):
+    """INFRALAB_MARGIN_LOG (benchmarks/soundness_sweep.py --margins): one line per tolerance check;
+    exact checks have no margin and are not logged. closest_calls keeps the solution's, worst first."""
+    log = tmp_path / "margins.jsonl"
+    monkeypatch.setenv(MARGIN_LOG, str(log))
+    for case, atol in (("a.py::t[solutions-seed7]", None), ("a.py::t[solutions-seed8]", None),
+                       ("a.py::u[2-solutions]", 1e-3), ("a.py::u[2-mutant:p.e:wrong]", 1e-3)):
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{case} (call)")
+        assert_close(torch.tensor([1.0 + 5e-6]), torch.tensor([1.0]), atol=atol, rtol=None if atol is None else 0.0)
+    assert_equal(torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64))
+    rows = closest_calls(log)
+    assert [(r["test"], r["checks"], r["tolerance"]) for r in rows] == [
+        ("a.py::t", 2, "table"), ("a.py::u[2]", 1, "the test's own")]
+    assert rows[0]["used"] == pytest.approx(5e-6 / 2e-5, rel=0.05)
+    assert rows[1]["used"] == pytest.approx(5e-3, rel=0.05)
