@@ -9,7 +9,7 @@ import torch
 
 from infralab.mistakes.part05_quantization.quant_basics import reference_zeropoint
 from infralab.mistakes.part05_quantization.w4a16 import (UNWRITTEN, dequantized, random_activations, random_w4,
-                                                         reference_w4a16, w4a16_mistakes)
+                                                         reference_w4a16, w4a16_atol, w4a16_mistakes)
 from infralab.testing import assert_all_written, assert_close, randn
 
 MODULE = "part05_quantization.w4a16"
@@ -19,6 +19,7 @@ def check(impl, x, qweight, scales, zeros, group_size, name="y = x Wᵀ"):
     got = impl(MODULE).w4a16_matmul(x, qweight, scales, zeros, group_size)
     assert_all_written(got, name=name, diagnosis=UNWRITTEN)
     assert_close(got, reference_w4a16(x, qweight, scales, zeros, group_size), name=name, reduction=x.shape[1],
+                 atol=w4a16_atol(x, qweight, scales, zeros, group_size),
                  mistakes=w4a16_mistakes(x, qweight, scales, zeros, group_size))
 
 

@@ -6,7 +6,7 @@ known mistake is a switch of the reference.
 """
 import torch
 
-from infralab.testing import randn
+from infralab.testing import cancellation_atol, randn
 
 HIGH_NIBBLE_FIRST = ("nibbles unpacked high first: code 2j is the low 4 bits of byte j (quant_basics.pack_int4)",
                      "解包顺序反了：第 2j 个码字是第 j 个字节的低 4 位（与 quant_basics.pack_int4 一致）")
@@ -49,6 +49,16 @@ def dequantized(qweight, scales, zeros, group_size, *, nibbles="low_first", zero
 def reference_w4a16(x, qweight, scales, zeros, group_size, **mistake):
     w = dequantized(qweight, scales, zeros, group_size, **mistake).to(x.dtype)  # what the tensor-core dot takes
     return (x.double() @ w.double().T).to(x.dtype)
+
+
+def w4a16_atol(x, qweight, scales, zeros, group_size):
+    """The absolute tolerance of y = x Wᵀ: the table's for x's dtype plus one unit of x's dtype's
+    roundoff at the size of the products, max over outputs of sum_k |x_k| |w_nk|. The reference
+    rounds the dequantised weight to x's dtype (what a tensor-core dot takes); a kernel that keeps it
+    in fp32 (a batch-1 GEMV) differs by up to half a unit per weight, and y may cancel far below
+    the products (a sweep found fp16 outputs using 0.6 of the table's atol)."""
+    w = dequantized(qweight, scales, zeros, group_size)
+    return cancellation_atol(x.float().abs() @ w.abs().T, x.dtype, ulps=1)
 
 
 def w4a16_mistakes(x, qweight, scales, zeros, group_size):
