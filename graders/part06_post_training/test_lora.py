@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn, tolerance
+from infralab.testing import Mismatch, assert_close, assert_equal, cancellation_atol, expect, randn, tolerance
 
 MODULE = "part06_post_training.lora"
 
@@ -170,8 +170,10 @@ def test_multi_lora_batch_matches_row_by_row(impl, N, K, r, bias, seed):
     scalings = torch.rand(K, generator=g) * 4 + 0.1
     ids = torch.randint(-1, K, (N,), generator=g)
     got = impl(MODULE).multi_lora_forward(x, W, b, As, Bs, scalings, ids)
+    # a row may cancel far below its terms (scalings up to 4): float32 roundoff at the terms' size
+    size = multi_reference(x.abs(), W.abs(), None if b is None else b.abs(), As.abs(), Bs.abs(), scalings, ids)
     assert_close(got, multi_reference(x, W, b, As, Bs, scalings, ids), name="multi-LoRA batch",
-                 mistakes=multi_mistakes(x, W, b, As, Bs, scalings, ids))
+                 atol=cancellation_atol(size), mistakes=multi_mistakes(x, W, b, As, Bs, scalings, ids))
 
 
 def test_multi_lora_base_rows_ignore_every_adapter(impl, gen):
