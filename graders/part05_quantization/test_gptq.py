@@ -22,9 +22,12 @@ FLIP_BUDGET = 0.06  # fraction of codes a known mistake's output may differ by a
 # 2^bits steps; n·eps·2^bits = 64 · 1.2e-7 · 16 = 1.2e-4); a wrong code is off by about 0.5 or more.
 REPLAY_SLACK = 1e-3
 # Group scales replayed with the answer's own codes differ by fp32 rounding alone: a group's range sums
-# the errors fed from up to `cols` earlier columns, n·eps for n terms, x4 headroom for cancellation
-# (cols = 64: 3.1e-5; measured on the reference over 300 seeds: at most 5.2e-6).
-GROUP_SCALE_RTOL = 4 * 64 * torch.finfo(torch.float32).eps
+# the errors fed from up to `cols` earlier columns, n·eps for n terms, x8 headroom for cancellation
+# (cols = 64: 6.1e-5). The solution against the replayed reference in test_each_group_has_its_own_scale,
+# 3,000 seeds (2026-12-07): median 2.9e-6, 99th percentile 8.8e-6, worst 1.6e-5 (x4 headroom left
+# the worst at 0.51 of the tolerance; the 300-seed figure once written here, 5.2e-6, was the body
+# of that tail, not its end).
+GROUP_SCALE_RTOL = 8 * 64 * torch.finfo(torch.float32).eps
 
 
 # ---- reference ---------------------------------------------------------------------------------
