@@ -63,9 +63,11 @@ def main() -> int:
         row = {"part": part, "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(_child_cpu_s() - cpu0, 1),
                "sound": all(r.sound for r in results), "load_after": os.getloadavg()[0]}
         if args.margins:
-            row["closest"] = closest_calls(logs / f"{part}.jsonl")
+            checks = closest_calls(logs / f"{part}.jsonl")
+            row["tolerance_checks"] = sum(c["checks"] for c in checks)
+            row["closest"] = [c for c in checks if c["used"] >= CLOSEST]
             top = row["closest"][0] if row["closest"] else None
-            print(f"{part}: closest call {top['used']:.3f} of its {top['tolerance']} tolerance ({top['test']}, {top['check']})"
+            print(f"{part}: closest call: {top['used']:.3f} of its tolerance ({top['tolerance']}) ({top['test']}, {top['check']})"
                   if top else f"{part}: no tolerance checks logged", flush=True)
         rows.append(row)
         exercises += [r.as_dict() for r in results]
@@ -103,9 +105,10 @@ def _markdown(out: dict) -> str:
                      key=lambda c: -c["used"])
     if any("closest" in r for r in out["parts"]):
         lines += ["", f"## Closest calls: the solution's checks that used at least {CLOSEST:g} of their tolerance", "",
-                  "| used | checks | tolerance | test | check |", "|---|---|---|---|---|"]
-        lines += [f"| {c['used']:.3f} | {c['checks']} | {c['tolerance']} | `{c['test']}` | {c['check']} |" for c in closest]
-        lines += [] if closest else ["| (none) | | | | |"]
+                  "| used (worst) | p99 | checks | tolerance | test | check |", "|---|---|---|---|---|---|"]
+        lines += [f"| {c['used']:.3f} | {c.get('p99', float('nan')):.3f} | {c['checks']} | {c['tolerance']} | `{c['test']}` | "
+                  f"{c['check']} |" for c in closest]
+        lines += [] if closest else ["| (none) | | | | | |"]
     return "\n".join(lines + [""])
 
 

@@ -176,21 +176,27 @@ def check_soundness(course: Course, exercises: tuple[Exercise, ...], jobs: int =
     return analyze(course, exercises, record, seeds), record
 
 
-SOLUTION_KIT_ID = re.compile(r"(?:\[|-)(solutions(?:-seed\d+)?)\]$")  # a solution case's id, as the kit appends it
+KIT_ID = re.compile(r"(?:\[|-)((?:solutions-)?seed\d+|solutions)\]$")  # the ids the kit appends: target, sweep seed
 
 
-def closest_calls(log: Path) -> list[dict[str, Any]]:
-    """The solution's tolerance checks from a margin log (``INFRALAB_MARGIN_LOG``, see
-    infralab/testing.py), one row per (test, check name), worst first: the most of its tolerance any
-    seed used, over how many checks, and whether that tolerance was the dtype table's."""
-    worst: dict[tuple[str, str], dict[str, Any]] = {}
+def closest_calls(log: Path, solution_only: bool = True) -> list[dict[str, Any]]:
+    """The tolerance checks in a margin log (``INFRALAB_MARGIN_LOG``, see infralab/testing.py), one
+    row per (test, check name), worst first: the most of its tolerance any seed used, the median and
+    99th percentile over its checks, how many, and whether the tolerance was the dtype table's.
+    ``solution_only``: keep the solution's cases of a soundness run (its ids name the target) and
+    drop the stub's and the mutants'; False for a run of one target (benchmarks/margin_tail.py)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
         entry = json.loads(line)
-        kit = SOLUTION_KIT_ID.search(entry["test"])
-        if not kit:  # the stub's or a mutant's check
+        kit = KIT_ID.search(entry["test"])
+        if solution_only and not (kit and kit.group(1).startswith("solutions")):
             continue
-        test = own_nodeid(entry["test"], kit.group(1))
-        row = worst.setdefault((test, entry["name"]), {"test": test, "check": entry["name"], "used": 0.0, "checks": 0,
-                                                       "tolerance": "table" if entry["table"] else "the test's own"})
-        row["used"], row["checks"] = max(row["used"], entry["used"]), row["checks"] + 1
-    return sorted(worst.values(), key=lambda r: -r["used"])
+        test = own_nodeid(entry["test"], kit.group(1)) if kit else entry["test"]
+        row = rows.setdefault((test, entry["name"]), {"test": test, "check": entry["name"], "values": [],
+                                                      "tolerance": "table" if entry["table"] else "the test's own"})
+        row["values"].append(entry["used"])
+    for row in rows.values():
+        values = sorted(row.pop("values"))
+        row.update(used=values[-1], p99=values[int(0.99 * (len(values) - 1))],
+                   median=values[(len(values) - 1) // 2], checks=len(values))
+    return sorted(rows.values(), key=lambda r: -r["used"])

@@ -56,12 +56,15 @@ def test_the_margin_log_records_how_much_tolerance_each_check_used(monkeypatch, 
     log = tmp_path / "margins.jsonl"
     monkeypatch.setenv(MARGIN_LOG, str(log))
     for case, atol in (("a.py::t[solutions-seed7]", None), ("a.py::t[solutions-seed8]", None),
-                       ("a.py::u[2-solutions]", 1e-3), ("a.py::u[2-mutant:p.e:wrong]", 1e-3)):
+                       ("a.py::u[2-solutions]", 1e-3), ("a.py::u[2-mutant:p.e:wrong]", 1e-3), ("a.py::v[seed3]", None)):
         monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{case} (call)")
         assert_close(torch.tensor([1.0 + 5e-6]), torch.tensor([1.0]), atol=atol, rtol=None if atol is None else 0.0)
     assert_equal(torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64))
     rows = closest_calls(log)
     assert [(r["test"], r["checks"], r["tolerance"]) for r in rows] == [
         ("a.py::t", 2, "table"), ("a.py::u[2]", 1, "the test's own")]
-    assert rows[0]["used"] == pytest.approx(5e-6 / 2e-5, rel=0.05)
+    assert rows[0]["used"] == rows[0]["median"] == rows[0]["p99"] == pytest.approx(5e-6 / 2e-5, rel=0.05)
     assert rows[1]["used"] == pytest.approx(5e-3, rel=0.05)
+    # a run of one target (benchmarks/margin_tail.py): every case counts, the sweep's seed id dropped
+    assert {r["test"] for r in closest_calls(log, solution_only=False)} == {"a.py::t", "a.py::u[2]", "a.py::v",
+                                                                             "a.py::u[2-mutant:p.e:wrong]"}
