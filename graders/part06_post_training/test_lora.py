@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infralab.i18n import tr
-from infralab.testing import Mismatch, assert_close, assert_equal, cancellation_atol, expect, randn, tolerance
+from infralab.testing import (Mismatch, assert_close, assert_equal, cancellation_atol, check_tensor, expect, randn,
+                              tolerance)
 
 MODULE = "part06_post_training.lora"
 
@@ -273,3 +274,28 @@ def test_nf4_of_a_zero_block_is_zero(impl):
 def test_nf4_bad_block_size_raises_value_error(impl, numel, block):
     with pytest.raises(ValueError):
         impl(MODULE).nf4_quantize(torch.ones(numel), block_size=block)
+
+
+def test_defaults_are_plain_lora_scaling_and_qlora_blocks_of_64(impl, gen):
+    """The signatures' defaults: alpha / r (rsLoRA only when asked) and QLoRA's blocks of 64 values."""
+    m = impl(MODULE)
+    got = m.lora_scaling(16, 4)
+    if not math.isclose(float(got), 4.0, rel_tol=1e-9):
+        raise Mismatch(tr("part06.lora_scaling_value", alpha=16, r=4, rs=False, got=got, expected=4.0),
+                       ("use_rslora defaults to True (it should default to plain LoRA, alpha / r)",
+                        "use_rslora 默认为 True（默认应为普通 LoRA，即 alpha / r）"))
+    w = randn(2, 64, generator=gen) * torch.tensor([[1.0], [10.0]])  # one block per row at the default size
+    codes, absmax = m.nf4_quantize(w)
+    assert_close(check_tensor(absmax, shape=(2,), name=("absmax with the default block size (64)", "默认块大小（64）的 absmax")),
+                 w.abs().amax(dim=1), name=("absmax with the default block size (64)", "默认块大小（64）的 absmax"))
+    expected = NF4[codes.long()].view(2, 64) * absmax.double().unsqueeze(1)
+    assert_close(m.nf4_dequantize(codes, absmax, (2, 64)), expected.float(),
+                 name=("nf4_dequantize with the default block size (64)", "默认块大小（64）下的 nf4_dequantize"))
+
+
+def test_nf4_block_of_one_value_is_allowed(impl):
+    """block_size = 1 divides every size: each value is its own block, its own absmax, a level of ±1 (or 0)."""
+    w = torch.tensor([0.5, -2.0, 0.0, 3.0])
+    codes, absmax = impl(MODULE).nf4_quantize(w, block_size=1)
+    assert_close(absmax, w.abs(), name=("absmax of one-value blocks", "单值块的 absmax"))
+    assert_equal(codes, torch.tensor([15, 0, 7, 15], dtype=torch.uint8), name=("codes of one-value blocks", "单值块的编码"))
