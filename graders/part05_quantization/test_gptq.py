@@ -235,6 +235,7 @@ CONFIGS = [  # (out, in, bits, group_size, act_order, block_size, sym)
     (12, 64, 4, 32, True, 16, True),
     (12, 48, 3, -1, True, 16, True),
     (8, 64, 4, 16, True, 64, False),
+    (8, 33, 4, -1, False, 16, True),  # one column past two lazy blocks: the last block holds a single column
 ]  # groups without act-order: test_each_group_has_its_own_scale
 
 
@@ -294,6 +295,16 @@ def test_dead_inputs_quantise_to_zero(impl, gen):
                            ("dead columns (H_ii = 0) not zeroed: their original weights were quantised",
                             "死列（H_ii = 0）没有置零：量化了它们原来的权重"))
         check_against_reference(got, w, x, gs=gs, act_order=act)
+
+
+@pytest.mark.weight(2)
+def test_dead_inputs_enter_the_damping_with_h_ii_one(impl, gen):
+    """H_ii = 0 becomes 1 before the damping percdamp * mean(diag H) is taken (GPTQ's and auto-gptq's
+    order): with half the inputs dead and a large percdamp, that mean moves every live column's result."""
+    w = randn(8, 32, generator=gen, scale=0.02)
+    x = correlated_inputs(gen, 64, 32, dead=tuple(range(0, 32, 2)))
+    got = impl(MODULE).gptq_quantize(w, x, bits=4, percdamp=0.5, block_size=16)
+    check_against_reference(got, w, x, percdamp=0.5)
 
 
 @pytest.mark.weight(2)
@@ -444,12 +455,31 @@ def test_asymmetric_groups_that_are_all_zero_or_one_signed(impl, gen, bits):
     check_against_reference(got, w, x, bits=bits, gs=8, sym=False)
 
 
-def assert_all_finite_params(got):
+def assert_all_finite_params(got, sym=False):
     scales = got[1]
     if isinstance(scales, torch.Tensor) and not bool((scales.isfinite() & (scales > 0)).all()):
         raise Mismatch(tr("part05.gptq.bad_scales", count=int((~(scales.isfinite() & (scales > 0))).sum())),
+                       ("an all-zero group was not special-cased: amax == 0 must become 1",
+                        "全零组没有特殊处理：amax == 0 时应改为 1") if sym else
                        ("an all-zero group was not special-cased: lo == hi == 0 must become lo, hi = -1, 1",
                         "全零组没有特殊处理：lo == hi == 0 时应改为 lo, hi = -1, 1"))
+
+
+@pytest.mark.weight(2)
+def test_symmetric_all_zero_group_takes_amax_one(impl, gen):
+    """sym=True: a group of zeros has amax 0; it takes amax = 1 (a finite scale, every code the zero point)."""
+    w = one_signed_and_zero_groups(gen)
+    m = impl(MODULE)
+    got = m.quantize_rtn(w, bits=4, group_size=8, sym=True)
+    assert_all_finite_params(got, sym=True)
+    e = reference_gptq(w, torch.eye(w.shape[1]), 4, 8, sym=True, feedback=False)
+    assert_close(got[1], e[1], name=("RTN scales (symmetric) of the groups (all zero, all positive, all negative, mixed)",
+                                     "各组的 RTN scales（对称；全零、全正、全负、混合）"))
+    assert_equal(got[0], e[0], name="RTN codes")
+    x = correlated_inputs(gen, 64, w.shape[1])
+    got = m.gptq_quantize(w, x, bits=4, group_size=8, block_size=8, sym=True)
+    assert_all_finite_params(got, sym=True)
+    check_against_reference(got, w, x, bits=4, gs=8, sym=True)
 
 
 @pytest.mark.weight(2)
@@ -506,3 +536,5 @@ def test_defaults_are_4_bits_one_group_per_row_symmetric(impl, gen):
         assert_equal(zeros, torch.full((4, 1), 8, dtype=torch.int32), name=(f"{name}: zero points (symmetric: 8)",
                                                                             f"{name}：零点（对称：8）"))
     check_against_reference(m.gptq_quantize(w, x), w, x)
+    # groups of 32 with the default lazy block (128: a multiple of 32, so no ValueError)
+    check_against_reference(m.gptq_quantize(w, x, group_size=32), w, x, gs=32)
