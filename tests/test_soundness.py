@@ -19,7 +19,7 @@ from infralab.soundness import check_soundness, sweep_solution
 
 COURSE = load_course()
 SWEEP_SEEDS = 30
-CHUNKS = {"part03_kernels": 2, "part02_parallelism": 2, "part04_serving": 2}  # seconds per seed on one core: ~5 for Part 03, ~3 for Part 02, ~6 for Part 04 (paged_decode_kernel under the interpreter ~2.7), under 3 for any other part
+CHUNKS = {"part03_kernels": 2, "part02_parallelism": 2, "part04_serving": 2, "part05_quantization": 2}  # seconds per seed on one core: ~5 for Part 03, ~3 for Part 02, ~6 for Part 04 (paged_decode_kernel under the interpreter ~2.7), ~6 for Part 05 (its whole matrix was the longest test, 235 s in CI), under 3 for any other part
 CASES = [(part.id, chunk) for part in COURSE.parts for chunk in range(CHUNKS.get(part.id, 1))]
 
 

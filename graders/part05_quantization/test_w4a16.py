@@ -80,6 +80,30 @@ def test_group_size_one_gives_every_column_its_own_scale(impl, gen):
                                                                                     "每组一列时的 y"))
 
 
+@pytest.mark.weight(2)
+def test_products_accumulate_in_fp32(impl, gen):
+    """fp16 activations, K = 1024 of positive products (codes over a zero point of 0): an fp32
+    accumulator rounds once, at the end, so y is within one fp16 ulp (~1e-3 relative) of the exact
+    sum whichever dtype the dequantised weight is multiplied in; an fp16 running sum rounds at every
+    K tile and drifts further: over 16 x 32 outputs it shows at ~all seeds (2,000 draws of fp16 sums
+    over tiles of 32; a single row shows it at ~80%, and batch 1 costs ~4 s a draw under the
+    interpreter, so the batch-1 path is not drawn here)."""
+    m, k, n = 16, 1024, 32
+    s = seeded(gen)
+    x = torch.rand(m, k, generator=torch.Generator().manual_seed(s)).half()
+    qweight, scales, _ = random_w4(n, k, 128, s + 1)
+    zeros = torch.zeros_like(scales, dtype=torch.int32)
+    got = impl(MODULE).w4a16_matmul(x, qweight, scales, zeros, 128)
+    assert_all_written(got, name="y", diagnosis=UNWRITTEN)
+    w = dequantized(qweight, scales, zeros, 128).half().float()
+    fp16_sum = torch.zeros(m, n, dtype=torch.float16)
+    for k0 in range(0, k, 32):
+        fp16_sum = (fp16_sum.float() + x[:, k0:k0 + 32].float() @ w[:, k0:k0 + 32].T).half()
+    assert_close(got, reference_w4a16(x, qweight, scales, zeros, 128), name="y", rtol=1.5e-3, atol=0.0,  # one fp16 ulp: 2**-10
+                 mistakes={("the running sum was kept in fp16: accumulate in fp32 and cast once at the end",
+                            "累加和保留在 fp16 中：应在 fp32 中累加，最后只转换一次"): fp16_sum})
+
+
 BAD_INPUTS = ["odd_k", "group_does_not_divide", "group_size_zero", "scales_transposed", "int32_qweight", "x_3d",
               "qweight_1d"]
 
