@@ -122,6 +122,17 @@ def test_model_state_bytes_for_every_zero_stage_and_layout(impl, psi, dp, stage,
                  mistakes=mistakes)
 
 
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_zero_paper_example_of_7_5b_parameters_on_64_gpus(impl, stage):
+    """ZeRO (Rajbhandari et al. 2020), Figure 1: Psi = 7.5B, N_d = 64, K = 12 gives 120, 31.4, 16.6 and
+    1.9 GB per GPU at stages 0-3: every stage checked, whatever examples the property test above draws."""
+    psi, dp = 7_500_000_000, 64
+    assert_close(as_row(impl(MODULE).model_state_bytes(psi, dp=dp, zero_stage=stage)), f64(states(psi, dp, stage)),
+                 name=(f"ZeRO-{stage} bytes of 7.5B parameters on 64 GPUs", f"7.5B 参数在 64 块 GPU 上 ZeRO-{stage} 的字节数"),
+                 mistakes=state_mistakes(psi, dp, stage))
+
+
 def test_model_state_bytes_with_another_optimizer(impl):
     got = impl(MODULE).model_state_bytes(10**9, dp=4, zero_stage=1, optimizer_bytes=4)   # e.g. 8-bit Adam + master
     assert_close(as_row(got), f64(states(1e9, 4, 1, K=4)), name=("model states with K = 4", "K = 4 时的模型状态"))
