@@ -54,7 +54,7 @@ def main() -> int:
     parts = args.part or [part.id for part in course.parts]
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     rows, exercises = [], []
-    logs = Path(tempfile.mkdtemp(prefix="infralab-margins-"))
+    logs = Path(tempfile.mkdtemp(prefix="infralab-margins-")) if args.margins else None
     for part in parts:
         t0, cpu0 = time.perf_counter(), _child_cpu_s()
         if args.margins:
@@ -101,12 +101,11 @@ def _markdown(out: dict) -> str:
                      f"{e['mutants_caught_visible']}/{e['mutants_total']} | {', '.join(e['visible_escapes'])} |")
     holes = [f"- {e['exercise']}: {h}" for e in out["exercises"] for h in e["holes"]]
     lines += [""] + ["## Holes", ""] + holes if holes else []
-    closest = sorted((c for r in out["parts"] for c in r.get("closest", []) if c["used"] >= CLOSEST),
-                     key=lambda c: -c["used"])
+    closest = sorted((c for r in out["parts"] for c in r.get("closest", [])), key=lambda c: -c["used"])
     if any("closest" in r for r in out["parts"]):
         lines += ["", f"## Closest calls: the solution's checks that used at least {CLOSEST:g} of their tolerance", "",
                   "| used (worst) | p99 | checks | tolerance | test | check |", "|---|---|---|---|---|---|"]
-        lines += [f"| {c['used']:.3f} | {c.get('p99', float('nan')):.3f} | {c['checks']} | {c['tolerance']} | `{c['test']}` | "
+        lines += [f"| {c['used']:.3f} | {c['p99']:.3f} | {c['checks']} | {c['tolerance']} | `{c['test']}` | "
                   f"{c['check']} |" for c in closest]
         lines += [] if closest else ["| (none) | | | | | |"]
     return "\n".join(lines + [""])

@@ -86,8 +86,9 @@ def test_products_accumulate_in_fp32(impl, gen):
     accumulator rounds once, at the end, so y is within one fp16 ulp (~1e-3 relative) of the exact
     sum whichever dtype the dequantised weight is multiplied in; an fp16 running sum rounds at every
     K tile and drifts further: over 16 x 32 outputs it shows at every one of 2,000 draws (fp16 sums
-    over tiles of 32; a correct answer used at most 0.651 of the tolerance); a single row shows it at
-    ~80%, and batch 1 costs ~4 s a draw under the interpreter, so the batch-1 path is not drawn here."""
+    over tiles of 32; a correct answer used at most 0.651 of the tolerance); a single row of 32 shows it
+    at 1,635 of 2,000, and batch 1 costs ~4 s a draw under the interpreter, so the batch-1 path is not
+    drawn here."""
     m, k, n = 16, 1024, 32
     s = seeded(gen)
     x = torch.rand(m, k, generator=torch.Generator().manual_seed(s)).half()
