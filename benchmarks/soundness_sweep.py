@@ -8,6 +8,10 @@ N base seeds); the record keeps the machine, its load, the versions and each par
 CPU time, so a later run on other hardware compares like with like. ``make test`` runs the
 same check at 30 fresh seeds (tests/test_soundness.py).
 
+``--sweep-mutants`` runs the mutants at every seed too (``make test`` runs each once, at a fresh seed):
+a mutant that only some draws of a property test catch is listed with the seeds where it escaped, the
+escape a later ``make test`` would meet by chance.
+
 ``--margins`` also logs every tolerance check of the solution (``INFRALAB_MARGIN_LOG``, see
 infralab/testing.py) and lists the checks that came closest to failing a correct answer: the worst
 fraction of its tolerance each used over all seeds. A check that passed every seed but used most of
@@ -49,6 +53,8 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers per part")
     p.add_argument("--name", default=platform.node() or "machine", help="machine name in the file names")
     p.add_argument("--margins", action="store_true", help="log the solution's tolerance checks and list the closest calls")
+    p.add_argument("--sweep-mutants", action="store_true",
+                   help="run the mutants at every seed too and list, per mutant, the seeds where it passed every hidden test")
     args = p.parse_args()
     course = load_course()
     parts = args.part or [part.id for part in course.parts]
@@ -59,7 +65,8 @@ def main() -> int:
         t0, cpu0 = time.perf_counter(), _child_cpu_s()
         if args.margins:
             os.environ[MARGIN_LOG] = str(logs / f"{part}.jsonl")
-        results, _ = check_soundness(course, course.select([part]), jobs=args.jobs, seeds=args.seeds, seed=args.seed)
+        results, _ = check_soundness(course, course.select([part]), jobs=args.jobs, seeds=args.seeds, seed=args.seed,
+                                     sweep_mutants=args.sweep_mutants)
         row = {"part": part, "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(_child_cpu_s() - cpu0, 1),
                "sound": all(r.sound for r in results), "load_after": os.getloadavg()[0]}
         if args.margins:
@@ -74,11 +81,11 @@ def main() -> int:
         print(f"{part}: {'sound' if row['sound'] else 'HOLES'} in {row['wall_s']} s wall, {row['cpu_s']} s CPU",
               flush=True)
     out = {"command": f"python benchmarks/soundness_sweep.py --seeds {args.seeds} --seed {args.seed} --jobs {args.jobs}"
-                      + "".join(f" --part {part}" for part in args.part or []) + (" --margins" if args.margins else ""),
+                      + "".join(f" --part {part}" for part in args.part or []) + (" --margins" if args.margins else "") + (" --sweep-mutants" if args.sweep_mutants else ""),
            "started": started, "seeds": args.seeds, "seed": args.seed, "cpus": os.cpu_count(),
            "environment": environment(), "parts": rows, "exercises": exercises}
     RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"soundness-seeds{args.seeds}-{args.name}"
+    stem = RESULTS / f"soundness-seeds{args.seeds}{'-mutants' if args.sweep_mutants else ''}-{args.name}"
     stem.with_suffix(".json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     stem.with_suffix(".md").write_text(_markdown(out), encoding="utf-8")
     print(f"wrote {stem}.json and .md")

@@ -105,6 +105,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=tr("help.pytest.seeds"))
     group.addoption("--soundness", dest="infralab_soundness", action="store_true",
                     help=tr("help.pytest.soundness"))
+    group.addoption("--sweep-mutants", dest="infralab_sweep_mutants", action="store_true",
+                    help=tr("help.pytest.sweep_mutants"))
     group.addoption("--isolated", dest="infralab_isolated", action="store_true",
                     help=tr("help.pytest.isolated"))
     group.addoption("--gpu", dest="infralab_gpu", action="store_true",
@@ -263,6 +265,13 @@ def stub_target(ex: Exercise) -> str:
     return f"stub:{ex.id}" if ex.uses else "exercises"
 
 
+def _swept_target(config: pytest.Config, target: str | None) -> bool:
+    """Whether a sweep (``--seeds N``) runs this target's seed-dependent tests at every seed: always outside
+    soundness mode; in it the solution, and the mutants with ``--sweep-mutants`` (a mutant caught only by
+    some draws of a property test escapes at the others); the stub runs once."""
+    return target in (None, "solutions") or (config.getoption("infralab_sweep_mutants") and target.startswith("mutant:"))
+
+
 def _depends_on_seed(fixturenames: list[str], function: object) -> bool:
     """Draws random inputs: uses the ``seed`` fixture (``gen`` too) or is a hypothesis test."""
     return "seed" in fixturenames or getattr(function, "is_hypothesis_test", False)
@@ -271,7 +280,7 @@ def _depends_on_seed(fixturenames: list[str], function: object) -> bool:
 @pytest.hookimpl(trylast=True)  # after the tests' own parametrize marks: the kit's ids come last
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Soundness mode: one case per target. A sweep (``--seeds N``): one case per base seed of a
-    seed-dependent test (in soundness mode only for the solution; stub and mutants run once)."""
+    seed-dependent test (in soundness mode for the solution, and the mutants with ``--sweep-mutants``)."""
     state = _state(metafunc.config)
     if state is None or "_infralab_target" not in metafunc.fixturenames:
         return
@@ -287,7 +296,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     cases, ids = [], []
     for name in _soundness_targets(state, *found):
-        swept = bool(seeds) and name == "solutions"
+        swept = bool(seeds) and _swept_target(metafunc.config, name)
         for s in (seeds if swept else [base]):
             cases.append((name, s))
             ids.append(kit_id(name, s, swept))
@@ -400,7 +409,7 @@ def _own_seed(item: pytest.Item, base: int) -> int:
     params = getattr(getattr(item, "callspec", None), "params", {})
     target = params.get("_infralab_target")
     swept = "_infralab_base_seed" in params and item.config.getoption("infralab_seeds") > 1 \
-        and target in (None, "solutions") and _depends_on_seed(item.fixturenames, item.obj)
+        and _swept_target(item.config, target) and _depends_on_seed(item.fixturenames, item.obj)
     return test_seed(base, own_nodeid(item.nodeid, kit_id(target, base, swept)))
 
 

@@ -33,6 +33,7 @@ class TestRun:
     seeds: int = 1  # a sweep: seed-dependent tests at this many base seeds (infralab.seeds)
     isolated: bool = False
     soundness: bool = False
+    sweep_mutants: bool = False  # soundness mode: the mutants at every seed of the sweep too
     jobs: int = 1
     timeout_s: float | None = None  # per test (pytest-timeout)
     extra_args: list[str] = field(default_factory=list)
@@ -76,6 +77,8 @@ def pytest_command(course: Course, run: TestRun, record_path: Path,
         args.append("--isolated")
     if run.soundness:
         args.append("--soundness")
+    if run.sweep_mutants:
+        args.append("--sweep-mutants")
     if run.jobs > 1:
         args += ["-n", str(run.jobs)]
     if run.timeout_s:

@@ -6,7 +6,9 @@ An exercise is sound when:
      test at that many base seeds (infralab.seeds) and reports, per failing test, the first
      failing seed and how many failed;
   2. the stub fails every hidden test (and every visible one: a test the stub passes cannot fail);
-  3. every known-wrong implementation (mutant) in fixtures/ fails at least one hidden test;
+  3. every known-wrong implementation (mutant) in fixtures/ fails at least one hidden test (with
+     ``sweep_mutants``, at every seed of the sweep: a mutant only some draws of a property test catch
+     escapes at the others, and ``mutant_escapes`` lists those seeds);
   4. there are at least MIN_MUTANTS mutants.
 
 The mutants run on the visible tests too: the record reports how many each kind of test catches
@@ -61,6 +63,7 @@ class Soundness:
     solution_failures: list[SeedFailure] = field(default_factory=list)
     holes: list[str] = field(default_factory=list)
     broken_mutants: list[str] = field(default_factory=list)  # failed to load: their failures catch nothing
+    mutant_escapes: dict[str, list[int]] = field(default_factory=dict)  # --sweep-mutants: mutant -> seeds it passed
 
     @property
     def sound(self) -> bool:
@@ -87,10 +90,10 @@ class Soundness:
 
 
 def _own_nodeid(t: dict[str, Any]) -> str:
-    """A solution case's node id without the kit's target and sweep-seed ids: the test a plain run names."""
-    base = t.get("base_seed")
-    added = [kit_id("solutions", base, True), kit_id(None, base, True)] if base is not None else []
-    for kit in added + ["solutions"]:
+    """A case's node id without the kit's target and sweep-seed ids: the test a plain run names."""
+    base, target = t.get("base_seed"), t.get("target") or "solutions"
+    added = [kit_id(target, base, True), kit_id(None, base, True)] if base is not None else []
+    for kit in added + [target]:
         own = own_nodeid(t["nodeid"], kit)
         if own != t["nodeid"]:
             return own
@@ -109,6 +112,19 @@ def _solution_failures(cases: list[dict[str, Any]]) -> list[SeedFailure]:
         if failed:
             out.append(SeedFailure(name, failed[0].get("base_seed"), len(failed), len(runs), failed[0]["message"]))
     return out
+
+
+def _escaped_seeds(cases: list[dict[str, Any]]) -> list[int]:
+    """The base seeds of a sweep at which one mutant passed every hidden test (``cases``: its hidden
+    cases). A test run once (it draws nothing random) that catches the mutant catches it at every seed."""
+    by_test: dict[str, list[dict[str, Any]]] = {}
+    for t in cases:
+        by_test.setdefault(_own_nodeid(t), []).append(t)
+    swept = [runs for runs in by_test.values() if len(runs) > 1]
+    if not swept or any(runs[0]["outcome"] == "failed" for runs in by_test.values() if len(runs) == 1):
+        return []
+    caught = {t["base_seed"] for runs in swept for t in runs if t["outcome"] == "failed"}
+    return sorted({t["base_seed"] for runs in swept for t in runs} - caught)
 
 
 def analyze(course: Course, exercises: tuple[Exercise, ...], record: dict[str, Any], seeds: int = 1) -> list[Soundness]:
@@ -149,6 +165,13 @@ def analyze(course: Course, exercises: tuple[Exercise, ...], record: dict[str, A
         for name, caught in sorted(s.mutants.items()):
             if caught == 0:
                 s.holes.append(tr("seeds.mutant_survives", mutant=name))
+                continue
+            escaped = _escaped_seeds([t for t in mine if t["target"] == f"mutant:{ex.id}:{name}"
+                                      and t["visibility"] == "hidden"])
+            if escaped:
+                s.mutant_escapes[name] = escaped
+                s.holes.append(tr("seeds.mutant_escapes", mutant=name, escaped=len(escaped), seeds=seeds,
+                                  exercise=ex.id, first=escaped[0]))
         if len(s.mutants) < MIN_MUTANTS:
             s.holes.append(tr("seeds.few_mutants", count=len(s.mutants), folder=str(ex.mutants_dir), least=MIN_MUTANTS))
         out.append(s)
@@ -166,12 +189,14 @@ def sweep_solution(course: Course, exercises: tuple[Exercise, ...], seeds: int, 
 
 
 def check_soundness(course: Course, exercises: tuple[Exercise, ...], jobs: int = 1, seeds: int = 1,
-                    seed: int | None = None, extra_args: list[str] | None = None
+                    seed: int | None = None, extra_args: list[str] | None = None, sweep_mutants: bool = False
                     ) -> tuple[list[Soundness], dict[str, Any]]:
     """The matrix of ``exercises``: stub and mutants at ``seed`` (default: fresh), the solution at
-    ``seeds`` consecutive base seeds from it, all in one pytest session."""
+    ``seeds`` consecutive base seeds from it (the mutants too with ``sweep_mutants``: a mutant that
+    passes every hidden test at one of them is a hole), all in one pytest session."""
     run = TestRun(target="solutions", exercises=exercises, visible=True, hidden=True, mode="validate",
-                  soundness=True, jobs=jobs, seed=seed, seeds=seeds, extra_args=list(extra_args or []))
+                  soundness=True, jobs=jobs, seed=seed, seeds=seeds, extra_args=list(extra_args or []),
+                  sweep_mutants=sweep_mutants)
     record = run_tests(course, run)
     return analyze(course, exercises, record, seeds), record
 

@@ -1,8 +1,9 @@
 """``infralab validate``: the soundness matrix of every exercise; exit 1 on any hole.
 
 ``--seeds N`` runs the solution's seed-dependent tests at N base seeds (``--seed S``, S+1, ...) in
-the same pytest session (stub and mutants run once, at S); ``--seed S`` alone gives the matrix at
-one seed. The report gives, per exercise, the mutants caught by hidden and by visible tests, and
+the same pytest session (stub and mutants run once, at S; with ``--sweep-mutants`` the mutants at
+every seed too, and a mutant that passes every hidden test at some seed is a hole); ``--seed S`` alone
+gives the matrix at one seed. The report gives, per exercise, the mutants caught by hidden and by visible tests, and
 lists those no visible test catches.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed_int, default=None, help=tr("help.validate.seed"))
     p.add_argument("--seeds", type=positive_int, default=1,
                    help=tr("help.validate.seeds"))
+    p.add_argument("--sweep-mutants", action="store_true", help=tr("help.validate.sweep_mutants"))
     p.add_argument("--json", action="store_true", help=tr("help.validate.json"))
     p.add_argument("--course", default=None, help=tr("help.common.course"))
     from infralab.mutate import add_arguments as add_mutate_arguments
@@ -46,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     results = []
     with progress(Console(stderr=True), tr("intake.validating"), len(exercises)) as step:  # stdout stays for --json
         for ex in exercises:  # one pytest run per exercise, so each finished one shows
-            found, _ = check_soundness(course, (ex,), jobs=args.jobs, seeds=args.seeds, seed=base)
+            found, _ = check_soundness(course, (ex,), jobs=args.jobs, seeds=args.seeds, seed=base,
+                                       sweep_mutants=args.sweep_mutants)
             results += found
             step(ex.id, tr("intake.validated_line", exercise=ex.id,
                            verdict="sound" if all(r.sound for r in found) else "holes"))

@@ -93,6 +93,36 @@ def test_a_sweep_finds_the_first_failing_seed_and_plain_seed_repeats_it(mini_cou
     assert values == swept[seed], "the sweep's case at a seed drew other examples than --seed alone"
 
 
+ONE_DRAW_IN_THREE = '''
+import torch
+from infralab.testing import assert_close
+
+
+def test_double_of_one_value(impl, seed):
+    x = torch.full((2,), 4.0 if seed % 3 == 0 else 1.0)  # x + 1 == 2 * x at 1: only a draw of 4 catches it
+    assert_close(impl("part01_demo.double").double(x), 2 * x)
+'''
+
+
+def test_a_mutant_sweep_names_the_seeds_where_a_mutant_escapes(mini_course):
+    """With ``sweep_mutants`` the mutants run at every seed, each drawing what the solution draws there:
+    a mutant only some draws catch is a hole at the others, which one mutant run at one seed would miss."""
+    (mini_course / "graders/part01_demo/test_double.py").write_text(ONE_DRAW_IN_THREE)
+    course = load_course(mini_course)
+    test = "graders/part01_demo/test_double.py::test_double_of_one_value"
+    bases = range(100, 112)
+    escapes = [b for b in bases if test_seed(b, test) % 3 != 0]
+    assert 0 < len(escapes) < len(bases), "pick a range where the draw catches the mutant at some seeds only"
+    [double, negate] = check_soundness(course, course.exercises, seeds=len(bases), seed=bases[0],
+                                       sweep_mutants=True)[0]
+    assert double.mutant_escapes == {"wrong": escapes} and not negate.mutant_escapes
+    assert any(f"at {len(escapes)} of {len(bases)} seeds" in h and f"--seed {escapes[0]}" in h for h in double.holes)
+    assert double.solution_passed == double.solution_total == len(bases) + 1  # the visible test draws nothing
+    caught_at = next(b for b in bases if b not in escapes)  # one run at a catching seed: no hole to see
+    [once, _] = check_soundness(course, course.exercises, seeds=len(bases), seed=caught_at)[0]
+    assert not once.mutant_escapes and not any("seeds (repeat" in h for h in once.holes)
+
+
 def test_validate_refuses_a_sweep_of_no_seeds_in_one_line(capsys, monkeypatch):
     from infralab.cli import main
     monkeypatch.setenv("INFRALAB_LANG", "en")

@@ -140,6 +140,12 @@ MESSAGES = {
         "run the solution's seed-dependent tests at N base seeds: --seed, --seed+1, ... (default 1)",
         "在 N 个基础种子（--seed、--seed+1、...）下运行参考解中依赖种子的测试（默认 1）",
     ),
+    "help.validate.sweep_mutants": (
+        "with --seeds N: run the mutants at every seed too; a mutant that passes every hidden test at some seed "
+        "is a hole (slower: each mutant's seed-dependent tests run N times)",
+        "与 --seeds N 一起使用：变异体也在每个种子下运行；在某个种子下通过所有隐藏测试的变异体算作漏洞"
+        "（更慢：每个变异体中依赖种子的测试运行 N 次）",
+    ),
     "help.validate.json": ("print the matrix as JSON", "以 JSON 输出结果矩阵"),
     "help.validate.mutate": (
         "mutation testing: run the hidden tests on generated mutants of each reference solution and report "
@@ -296,9 +302,15 @@ MESSAGES = {
     ),
     "help.pytest.seeds": (
         "run each seed-dependent test at N base seeds (the --seed S, S+1, ...) in this one session; in "
-        "--soundness mode on the solution only (default 1)",
+        "--soundness mode on the solution only, unless --sweep-mutants (default 1)",
         "在本次会话中以 N 个基础种子（--seed S、S+1、...）运行每个依赖种子的测试；"
-        "--soundness 模式下只对参考解这样做（默认 1）",
+        "--soundness 模式下只对参考解这样做，除非给了 --sweep-mutants（默认 1）",
+    ),
+    "help.pytest.sweep_mutants": (
+        "with --soundness and --seeds N: run the mutants' seed-dependent tests at every seed too, so that a "
+        "mutant caught only by some draws shows at the seeds where it escapes",
+        "与 --soundness 和 --seeds N 一起使用：变异体中依赖种子的测试也在每个种子下运行，"
+        "只被部分随机抽样抓住的变异体会在它逃过的种子上显示出来",
     ),
     "help.pytest.soundness": (
         "run each exercise's tests on the solution, the stub and every mutant",

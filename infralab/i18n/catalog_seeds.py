@@ -53,6 +53,12 @@ MESSAGES = {
         "mutant {mutant} passes every hidden test",
         "变异体 {mutant} 通过了所有隐藏测试",
     ),
+    "seeds.mutant_escapes": (
+        "mutant {mutant} passes every hidden test at {escaped} of {seeds} seeds (repeat: infralab validate "
+        "--exercise {exercise} --seed {first}): only some draws catch it",
+        "变异体 {mutant} 在 {seeds} 个种子中的 {escaped} 个上通过了所有隐藏测试（重现：infralab validate "
+        "--exercise {exercise} --seed {first}）：只有部分随机抽样能抓住它",
+    ),
     "seeds.few_mutants": (
         "only {count} mutants in {folder} (at least {least} wanted)",
         "{folder} 中只有 {count} 个变异体（至少需要 {least} 个）",
