@@ -16,6 +16,10 @@ the same results as the reference for every input the specification allows) in
       line: "h = h * torch.rsqrt(...)"    # the reference line the mutant edits (stripped)
       reason: why no input can tell it from the reference
 
+A mutant whose statement no hidden test executes on this machine (traced while the reference's tests
+run, infralab.mutate_reach) is *unreached*, not a survivor: a GPU-only branch under the CPU interpreter,
+say. It is listed with its diff and left out of the kill rate; the GPU's hidden tests are what reach it.
+
 An entry whose line no longer reads so in the reference, whose mutant is no longer generated, or
 whose mutant is killed is *stale*. The kill rate is killed / (tested - reviewed equivalents).
 """
@@ -40,6 +44,7 @@ from infralab.course import Course, Exercise
 from infralab.errors import InfralabError
 from infralab.i18n import tr
 from infralab.mutants_ast import Mutant, generate
+from infralab.mutate_reach import reached
 from infralab.runner import TestRun, pytest_command
 
 EQUIVALENTS = Path("fixtures/mutation/equivalent.yml")
@@ -64,7 +69,7 @@ class Outcome:
     operator: str
     line: int
     change: str
-    status: str  # killed | timeout | crashed | survived | equivalent
+    status: str  # killed | timeout | crashed | survived | equivalent | unreached
     killed_by: str = ""  # the first failing test
     message: str = ""
     tests_run: int = 0
@@ -101,7 +106,7 @@ class ExerciseReport:
 
     @property
     def kill_rate(self) -> float:
-        judged = self.tested - self.count("equivalent")
+        judged = self.tested - self.count("equivalent", "unreached")
         return self.killed / judged if judged else 1.0
 
     @property
@@ -169,7 +174,9 @@ def _session(course: Course, ex: Exercise, targets: list[dict[str, str]], refere
     progress = workdir / f"progress-{n}.jsonl"
     manifest = workdir / f"manifest-{n}.json"
     manifest.write_text(json.dumps({"targets": targets, "progress": str(progress),
-                                    "reference_failed": sorted(reference_failed)}), encoding="utf-8")
+                                    "reference_failed": sorted(reference_failed),
+                                    "reference_path": str(course.root / "solutions" / ex.module_path)}),
+                        encoding="utf-8")
     run = TestRun(target="solutions", exercises=(ex,), visible=False, hidden=True, mode="validate", seed=seed,
                   timeout_s=timeout_s, extra_args=["-p", "infralab.mutate_plugin", "--mutants", str(manifest),
                                                    "-p", "no:randomly"])
@@ -216,10 +223,13 @@ def run_exercise(course: Course, ex: Exercise, *, seed: int = 0, cap: int | None
             targets.append({"key": key, "target": f"mutant:{ex.id}:{path}"})
         results: dict[str, dict[str, Any]] = {}
         reference_failed: set[str] = set()
+        executed: set[int] | None = None  # lines of the reference its tests ran (None: not traced)
         n = 0
         while targets:
             events, ended = _session(course, ex, targets, reference_failed, workdir, n, seed, timeout_s)
             for e in events:
+                if e.get("event") == "coverage":
+                    executed = (executed or set()) | set(e["lines"])
                 if "key" not in e:
                     continue
                 r = results.setdefault(e["key"], {"tests": 0, "failed": None})
@@ -260,7 +270,9 @@ def run_exercise(course: Course, ex: Exercise, *, seed: int = 0, cap: int | None
             o.killed_by, o.message = f["test"], f.get("message", "")
         elif (ex.id, m.id) in marked:
             o.status, o.equivalent_reason = "equivalent", marked[(ex.id, m.id)].reason
-        if o.status in ("survived", "equivalent"):
+        elif executed is not None and not reached(reference, m.line, m.col, executed):
+            o.status = "unreached"
+        if o.status in ("survived", "equivalent", "unreached"):
             o.diff = _diff(reference, m, rel)
         report.outcomes.append(o)
     report.stale = stale_entries(ex.id, reference, mutants, report.outcomes, equivalents)
@@ -335,10 +347,11 @@ def command(course: Course, exercises: tuple[Exercise, ...], args: Any) -> int:
                   log=lambda line: console.print(line, markup=False, highlight=False))
     table = Table(title=tr("mutate.table_title", course=course.id))
     table.add_column("exercise", no_wrap=True)
-    for col in ("tested", "killed", "timeout", "equiv.", "holes", "stale", "rate", "s"):
+    for col in ("tested", "killed", "timeout", "equiv.", "unreached", "holes", "stale", "rate", "s"):
         table.add_column(col, no_wrap=True)
     for r in reports:
         table.add_row(r.exercise, str(r.tested), str(r.killed), str(r.count("timeout")), str(r.count("equivalent")),
+                      str(r.count("unreached")),
                       str(len(r.survivors)), str(len(r.stale)), f"{r.kill_rate:.1%}", str(r.duration_s))
     console.print(table)
     for r in reports:
@@ -371,7 +384,7 @@ def run(course: Course, exercises: tuple[Exercise, ...], *, seed: int, cap: int 
 def report_json(report: ExerciseReport) -> dict[str, Any]:
     data = asdict(report)
     data.update(killed=report.killed, kill_rate=report.kill_rate, survivors=len(report.survivors),
-                equivalent=report.count("equivalent"),
+                equivalent=report.count("equivalent"), unreached=report.count("unreached"),
                 timeouts=report.count("timeout"), crashed=report.count("crashed"))
     return data
 

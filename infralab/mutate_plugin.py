@@ -6,7 +6,9 @@ in order (``{"key": ..., "target": ...}``; the reference first) and the progress
 start and outcome is appended there as one JSON line, so the driver (infralab.mutate) knows which
 mutant a crashed session was testing and can go on from the next one. A test the reference fails
 (``"reference_failed"`` in the manifest, or seen in this session) is skipped for every mutant: it
-cannot tell a mutant from the reference.
+cannot tell a mutant from the reference. While the reference's tests run, the lines they execute in
+the reference's file (``"reference_path"``) are traced and logged as one ``coverage`` event when the
+first mutant's test starts (infralab.mutate_reach).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from infralab.i18n import tr
+from infralab.mutate_reach import LineTracer
 
 _MANIFEST = pytest.StashKey[dict]()
 TARGET_FIXTURE = "_infralab_target"  # the plugin fixture naming the target of one test
@@ -38,6 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
     manifest["reference_failed"] = set(manifest.get("reference_failed", []))
     manifest["log"] = open(manifest["progress"], "a", encoding="utf-8")  # noqa: SIM115 - closed at unconfigure
     config.stash[_MANIFEST] = manifest
+    if manifest.get("reference_path") and manifest["targets"] and manifest["targets"][0]["key"] == "reference":
+        manifest["tracer"] = LineTracer(manifest["reference_path"])
+        manifest["tracer"].start()
     try:  # a mutant is killed by its first failure: no shrinking
         from hypothesis import Phase, settings
         settings.register_profile("infralab-mutate", parent=settings.get_profile("infralab"),
@@ -51,6 +57,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     manifest = config.stash.get(_MANIFEST, None)
     if manifest is not None:
         manifest["log"].close()
+
+
+def _stop_tracing(manifest: dict) -> None:
+    """The reference's tests are over: log the lines they ran in its file."""
+    tracer = manifest.pop("tracer", None)
+    if tracer is not None:
+        _log(manifest, event="coverage", lines=tracer.stop())
 
 
 def _log(manifest: dict, **event) -> None:
@@ -97,6 +110,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if manifest is None or key is None:
         return
     name = _test_name(item)
+    if key != "reference":
+        _stop_tracing(manifest)
     if key != "reference" and key in manifest["killed"]:
         pytest.skip(tr("mutate.already_killed"))
     if key != "reference" and name in manifest["reference_failed"]:
@@ -146,4 +161,5 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     manifest = session.config.stash.get(_MANIFEST, None)
     if manifest is not None:
+        _stop_tracing(manifest)
         _log(manifest, event="end")

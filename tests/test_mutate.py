@@ -75,13 +75,43 @@ def test_validate_mutate_kills_reports_survivors_and_honours_the_equivalent_list
     assert statuses[equivalent.id] == "equivalent"
     assert statuses[unmarked.id] == "survived"
     assert statuses[stale.id] == "survived", "a stale entry is not honoured"
+    exit_line = source.splitlines().index("        os._exit(3)") + 1  # no test runs it: unreached, not a hole
+    on_exit = [m.id for m in by_change.values() if m.line == exit_line]
+    assert on_exit and all(statuses[i] == "unreached" for i in on_exit), statuses
+    assert data["unreached"] == len(on_exit) and data["survivors"] == sum(v == "survived" for v in statuses.values())
     assert data["killed"] == data["tested"] - len(data["outcomes"])
     assert 0 < data["kill_rate"] < 1
     page = (reports / "part01_demo.double.md").read_text(encoding="utf-8")
     assert "-def double(x, unused=1):\n+def double(x, unused=0):" in page, "the survivor's diff"
     assert stale.id in page and "if n > 6:" in page, "the stale entry is flagged"
     assert "part01_demo.double" in (reports / "README.md").read_text(encoding="utf-8")
+    assert page.index("## Not reached") < page.index(on_exit[0]), "the unreached mutants are listed apart"
     assert unmarked.id in out
+
+
+def test_a_mutant_is_reached_when_any_line_of_its_statement_ran():
+    """A constant inside a multi-line literal runs under the literal's first line (constants fold), and a
+    decorator's arguments run with its definition: the statement decides, not the edited line."""
+    from infralab.mutate_reach import reached, statement_lines
+    source = textwrap.dedent('''
+        import functools
+        TILES = [
+            (128, 256),
+            (64, 32),
+        ]
+
+
+        @functools.lru_cache(maxsize=3)
+        def f(x):
+            if x:
+                return 1
+            return 2
+        ''').lstrip("\n")
+    assert statement_lines(source, 3, 13) == range(2, 6)            # inside the literal: the assignment
+    assert reached(source, 3, 13, {2}) and not reached(source, 3, 13, {1, 8})
+    assert statement_lines(source, 8, 30) == range(8, 13)           # a decorator's argument: the definition
+    assert statement_lines(source, 11, 15) == range(11, 12)         # `return 1` alone
+    assert not reached(source, 11, 15, {8, 9, 10, 12})
 
 
 def test_a_malformed_equivalent_list_is_one_clear_line(mini_course, capsys):

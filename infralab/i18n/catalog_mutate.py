@@ -68,15 +68,22 @@ MESSAGES = {
         "Reviewed equivalent mutants",
         "经审阅的等价变异体",
     ),
+    "mutate.report_unreached": (
+        "Not reached: no hidden test runs this statement on this machine (a GPU-only branch under the CPU "
+        "interpreter, say); left out of the kill rate",
+        "未触及：在本机上没有隐藏测试执行这条语句（例如 CPU 解释器下只在 GPU 上走的分支）；不计入杀死率",
+    ),
     "mutate.summary_title": (
         "Mutation testing of the reference solutions",
         "参考解的变异测试",
     ),
     "mutate.summary_intro": (
         "Written by `infralab validate --mutate`; one page per exercise lists every survivor with its diff. "
-        "The kill rate leaves out reviewed equivalent mutants (fixtures/mutation/equivalent.yml).",
+        "The kill rate leaves out reviewed equivalent mutants (fixtures/mutation/equivalent.yml) and mutants of "
+        "statements no hidden test runs on the machine that wrote the page (unreached: GPU-only branches).",
         "由 `infralab validate --mutate` 生成；每个练习一页，列出每个存活变异体及其差异。"
-        "杀死率不计经审阅的等价变异体（fixtures/mutation/equivalent.yml）。",
+        "杀死率不计经审阅的等价变异体（fixtures/mutation/equivalent.yml），也不计在生成本页的机器上没有隐藏测试"
+        "执行的语句上的变异体（未触及：只在 GPU 上走的分支）。",
     ),
     "mutate.table_title": (
         "mutation testing · {course}",
