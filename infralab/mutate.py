@@ -373,6 +373,7 @@ def run(course: Course, exercises: tuple[Exercise, ...], *, seed: int, cap: int 
         reports.append(report)
         log(tr("mutate.progress", exercise=ex.id, killed=report.killed, tested=report.tested,
                survivors=len(report.survivors), equivalent=report.count("equivalent"),
+               unreached=report.count("unreached"),
                rate=f"{report.kill_rate:.1%}", seconds=report.duration_s))
         if report_dir is not None:
             write_exercise_report(report, report_dir)

@@ -34,8 +34,10 @@ MESSAGES = {
         "`{mutant}`：被标为等价，但隐藏测试能杀死它：请删除该条目",
     ),
     "mutate.progress": (
-        "{exercise}: {killed}/{tested} mutants killed, {survivors} survivors, {equivalent} equivalent, kill rate {rate} ({seconds} s)",
-        "{exercise}：杀死 {killed}/{tested} 个变异体，存活 {survivors} 个，等价 {equivalent} 个，杀死率 {rate}（{seconds} 秒）",
+        "{exercise}: {killed}/{tested} mutants killed, {survivors} survivors, {equivalent} equivalent, {unreached} "
+        "unreached, kill rate {rate} ({seconds} s)",
+        "{exercise}：杀死 {killed}/{tested} 个变异体，存活 {survivors} 个，等价 {equivalent} 个，未触及 {unreached} 个，"
+        "杀死率 {rate}（{seconds} 秒）",
     ),
     "mutate.report_title": (
         "Mutation report: {exercise}",
