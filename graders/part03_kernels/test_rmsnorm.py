@@ -77,6 +77,16 @@ def test_fused_add_rmsnorm_rejects_a_weight_of_the_wrong_width(impl, gen):
         impl(MODULE).fused_add_rmsnorm(randn(2, 8, generator=gen), randn(2, 8, generator=gen), randn(9, generator=gen))
 
 
+@pytest.mark.parametrize("differs", ["dtype", "shape"])
+def test_fused_add_rmsnorm_rejects_a_residual_unlike_x(impl, gen, differs):
+    """The docstring's ValueError, each way alone: a residual of another dtype (same shape), or of another shape
+    (same dtype). A check that needs both to differ passed every other hidden test (mutation run of 2026-12-07)."""
+    x = randn(2, 8, generator=gen)
+    r = randn(2, 8, dtype=torch.float16, generator=gen) if differs == "dtype" else randn(3, 8, generator=gen)
+    with pytest.raises(ValueError):
+        impl(MODULE).fused_add_rmsnorm(x, r, randn(8, generator=gen))
+
+
 @pytest.mark.gpu
 def test_fused_add_rmsnorm_bf16_large_on_gpu(impl, gen):
     shape = (4096, 4096 + 64)
