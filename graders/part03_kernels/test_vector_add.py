@@ -49,6 +49,13 @@ def test_vector_add_rejects_mismatched_shapes(impl, gen):
         impl(MODULE).vector_add(randn(10, generator=gen), randn(11, generator=gen))
 
 
+def test_vector_add_rejects_mismatched_dtypes(impl, gen):
+    """The docstring's ValueError for dtypes alone (same shape, same device): a check that needed the dtypes
+    and the devices both to differ passed every other hidden test (mutation run of 2026-12-07)."""
+    with pytest.raises(ValueError):
+        impl(MODULE).vector_add(randn(16, generator=gen), randn(16, dtype=torch.float16, generator=gen))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_vector_add_large_on_gpu(impl, gen, dtype):
