@@ -116,6 +116,17 @@ def test_decode_attention_fp16(impl, gen):
     check(impl, q, k, v, lens, 2)
 
 
+@pytest.mark.parametrize("differs", ["batch", "head_dim"])
+def test_decode_attention_rejects_a_cache_that_does_not_fit_q(impl, gen, differs):
+    """The docstring's ValueError for each mismatch alone: a cache of another batch size, or of another head
+    dim (a check needing both to differ passed every other hidden test: mutation run of 2026-12-07)."""
+    b, d = (3, 16) if differs == "batch" else (2, 32)
+    q = randn(2, 4, 16, generator=gen)
+    k, v = randn(b, 2, 16, d, generator=gen), randn(b, 2, 16, d, generator=gen)
+    with pytest.raises(ValueError):
+        impl(MODULE).decode_attention(q, k, v, torch.full((2,), 16, dtype=torch.int32))
+
+
 def test_decode_attention_rejects_hq_not_a_multiple_of_hkv(impl, gen):
     q, k, v, lens = make_inputs(gen, 1, 6, 4, 16, 16, [16])
     with pytest.raises(ValueError):
