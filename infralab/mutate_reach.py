@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import sys
 import threading
+from functools import lru_cache
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -57,19 +58,23 @@ class LineTracer:
         return sorted(self.lines)
 
 
+@lru_cache(maxsize=8)
+def _statement_spans(source: str) -> tuple[tuple[int, int, int], ...]:
+    """(first line, last line, end column) of every statement, a decorated definition from its first
+    decorator: parsed once per source, not once per mutant."""
+    return tuple((min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]), n.end_lineno or n.lineno,
+                  n.end_col_offset or 0) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt))
+
+
 def statement_lines(source: str, line: int, col: int) -> range:
     """The lines of the innermost statement holding the edit at (``line``, ``col``); its decorators
     count as part of a decorated definition. The whole file when no statement holds it."""
-    best: tuple[int, int] | None = None
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.stmt):
-            continue
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        end = node.end_lineno or node.lineno
-        inside = (start, -1) <= (line, col) and (line, col) <= (end, node.end_col_offset or 0)
-        if inside and (best is None or end - start < best[1] - best[0]):
-            best = (start, end)
-    return range(best[0], best[1] + 1) if best else range(1, source.count("\n") + 2)
+    holding = [(start, end) for start, end, end_col in _statement_spans(source)
+               if start <= line and (line, col) <= (end, end_col)]
+    if not holding:
+        return range(1, source.count("\n") + 2)
+    start, end = min(holding, key=lambda span: span[1] - span[0])
+    return range(start, end + 1)
 
 
 def reached(source: str, line: int, col: int, executed: set[int]) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import datetime as _dt
 import os
+import re
 import sys
 import time
 import types
@@ -460,6 +461,9 @@ def _relative(path: object, root: Path | None) -> str:
         return str(path)
 
 
+_DID_NOT_RAISE = re.compile(r"DID NOT RAISE (?:<class ')?(?:[\w.]*\.)?(\w+)")  # pytest 8: <class 'ValueError'>
+
+
 def _short_message(excinfo: pytest.ExceptionInfo, root: Path | None = None) -> str:
     exc = excinfo.value
     if isinstance(exc, NotImplementedError):
@@ -469,6 +473,9 @@ def _short_message(excinfo: pytest.ExceptionInfo, root: Path | None = None) -> s
         return tr("loop.not_implemented", detail=str(exc) or tr("loop.this_function"), where=where)
     if isinstance(exc, TargetError):
         return f"TargetError: {exc}"
+    missed = _DID_NOT_RAISE.match(str(exc)) if isinstance(exc, pytest.fail.Exception) else None
+    if missed:  # pytest.raises saw no exception: pytest's own line is English only
+        return tr("loop.did_not_raise", expected=missed.group(1))
     text = f"{type(exc).__name__}: {exc}".strip()  # short type name: Mismatch, not infralab.testing.Mismatch
     example = falsifying_example(exc)
     if example:

@@ -282,3 +282,15 @@ def test_pytest_help_of_the_plugin_options_follows_the_language(monkeypatch, chi
     helps = {opt.names()[0]: opt.attrs()["help"] for opt in parser.getgroup("infralab").options}
     assert len(helps) > 10 and "--update-golden" in helps and "--mutants" in helps, helps
     assert [name for name, text in helps.items() if not CJK.search(text)] == [], helps
+
+
+@pytest.mark.parametrize("lang, words", [("en", "without raising ValueError"), ("zh", "没有抛出 ValueError")])
+def test_a_call_that_should_raise_and_does_not_is_told_in_the_runs_language(monkeypatch, lang, words):
+    """A hidden test's ``pytest.raises`` that sees no exception: pytest's own "DID NOT RAISE" line is English
+    only, so the record's message comes from the catalogue."""
+    from infralab.plugin import _short_message
+    monkeypatch.setenv("INFRALAB_LANG", lang)
+    with pytest.raises(pytest.fail.Exception) as missed:
+        with pytest.raises(ValueError):
+            pass
+    assert words in _short_message(missed) and "DID NOT RAISE" not in _short_message(missed)

@@ -46,6 +46,11 @@ MESSAGES = {
         "测试中新分配的输出内存预先填满了 NaN",
     ),
     # the pytest plugin
+    "loop.did_not_raise": (
+        "the call returned without raising {expected}: the docstring's Raises section says these arguments must be "
+        "rejected",
+        "调用没有抛出 {expected} 就返回了：文档字符串的 Raises 一节规定这些参数必须被拒绝",
+    ),
     "loop.not_implemented": (
         "NotImplementedError: {detail} is not implemented yet ({where})",
         "NotImplementedError：{detail} 尚未实现（{where}）",
