@@ -13,9 +13,11 @@ Three things happen inside ``watching()``:
   (``InterpretedFunction.run``, ``TRITON_INTERPRET=1``) alike: the kernel's name, the file its
   ``@triton.jit`` function is defined in, and which of its tensor arguments' storages changed
   during the launch (compared byte for byte before and after, on whatever device they live):
-  the evidence that a returned tensor is a kernel's output and not torch's (a compiled launch
-  that Triton's autotuner times while it benchmarks a config is recorded without the comparison,
-  which would otherwise be what the autotuner times: see ``_watched_run``);
+  the evidence that a returned tensor is a kernel's output and not torch's (a launch that
+  Triton's autotuner times while it benchmarks a config is recorded without the comparison,
+  which would otherwise be what the autotuner times; the launch with the chosen config is then
+  compared with the bytes as they were when the autotuner was called, since the benchmarks have
+  already written the same output: see ``_watched_run``);
 - under the interpreter, a masked load or store whose active lanes point outside every tensor
   argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
   (a missing mask would otherwise crash the whole pytest process with "corrupted size");
@@ -44,6 +46,7 @@ _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launch
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
 _INSTALLED = {"interpreter": False, "compiled": False, "launcher": False}
 _AUTOTUNING = threading.local()  # depth of Triton autotuner benchmarks running in this thread
+_TUNER_CALLS = threading.local()  # per Autotuner.run in progress in this thread: {storage key: bytes at its call}
 
 
 @dataclass(frozen=True)
@@ -98,24 +101,46 @@ def autotuning() -> bool:
     return getattr(_AUTOTUNING, "depth", 0) > 0
 
 
-def _watched_run(run, compare_when_autotuning: bool = True):
+def _tuner_snapshots() -> list[dict]:
+    stack = getattr(_TUNER_CALLS, "stack", None)
+    if stack is None:
+        stack = _TUNER_CALLS.stack = []
+    return stack
+
+
+def _snapshot(tensors: dict) -> dict:
+    with quiet_modes():
+        return {key: _storage_bytes(t) for key, t in tensors.items()}
+
+
+def _argument_tensors(args, kwargs) -> dict:
+    return {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))}
+
+
+def _watched_run(run):
     """A kernel's ``run`` that records the launch and the storages it wrote (warm-ups are not launches).
 
-    Without ``compare_when_autotuning`` (compiled kernels), a launch made while the autotuner
-    benchmarks a config is recorded without comparing bytes: the comparison copies every argument's
-    storage and synchronises inside the autotuner's timed region, so the configs' timings would be
-    the comparison's, and the config cached for every later call (the timed ones too) a random one.
-    The launch that follows the benchmarks, with the config chosen, is compared as always."""
+    A launch made while the autotuner benchmarks a config is recorded without comparing bytes: the
+    comparison copies every argument's storage and synchronises inside the autotuner's timed region,
+    so the configs' timings would be the comparison's, and the config cached for every later call
+    (the timed ones too) a random one. The launch that follows the benchmarks, with the config chosen,
+    is compared with the bytes as they were when the autotuner was called (``Autotuner.run``, see
+    :func:`_install_autotune_hooks`): the benchmarks ran the same kernel on the same arguments, so by
+    then the output already holds what the last launch writes again, and a comparison with the bytes
+    just before it would find nothing written (what rejected every autotuned reference on the GPU)."""
 
     def watched_run(self, *args, grid, warmup, **kwargs):
         if warmup or not _ACTIVE:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
         import torch
 
-        compare = any(w.record_writes for w in _ACTIVE) and (compare_when_autotuning or not autotuning())
+        compare = any(w.record_writes for w in _ACTIVE) and not autotuning()
         with quiet_modes():
-            tensors = {Watch.storage_key(t): t for t in _tensors(list(args) + list(kwargs.values()))} if compare else {}
-            before = {key: _storage_bytes(t) for key, t in tensors.items()}
+            tensors = _argument_tensors(args, kwargs) if compare else {}
+        tuner = _tuner_snapshots()
+        at_call = tuner[0] if tuner else {}  # the outermost autotuner's call: before any of its benchmarks
+        before = {**_snapshot({k: t for k, t in tensors.items() if k not in at_call}),
+                  **{k: b for k, b in at_call.items() if k in tensors}}
         try:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
         finally:
@@ -138,31 +163,47 @@ def _install_compiled() -> None:
         from triton.runtime.jit import JITFunction
     except ImportError:
         return
-    JITFunction.run = _watched_run(JITFunction.run, compare_when_autotuning=False)
-    _install_autotune_marker()
+    JITFunction.run = _watched_run(JITFunction.run)
+    _install_autotune_hooks()
     _INSTALLED["compiled"] = True
 
 
-def _install_autotune_marker() -> None:
+def _install_autotune_hooks() -> None:
     """Mark the autotuner's benchmark of each config (``Autotuner._bench``), so that the launches it
-    times are not slowed by the watch's byte comparison (see :func:`_watched_run`)."""
+    times are not slowed by the watch's byte comparison, and keep the argument bytes as they were
+    when the autotuner was called (``Autotuner.run``, before its benchmarks) for the comparison of
+    the launch that follows them (see :func:`_watched_run`)."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
         return
     bench = getattr(Autotuner, "_bench", None)
-    if bench is None or getattr(bench, "__wrapped__", None) is not None:
-        return
+    if bench is not None and getattr(bench, "__wrapped__", None) is None:
+        def marked_bench(self, *args, **kwargs):
+            _AUTOTUNING.depth = getattr(_AUTOTUNING, "depth", 0) + 1
+            try:
+                return bench(self, *args, **kwargs)
+            finally:
+                _AUTOTUNING.depth -= 1
 
-    def marked_bench(self, *args, **kwargs):
-        _AUTOTUNING.depth = getattr(_AUTOTUNING, "depth", 0) + 1
-        try:
-            return bench(self, *args, **kwargs)
-        finally:
-            _AUTOTUNING.depth -= 1
+        marked_bench.__wrapped__ = bench
+        Autotuner._bench = marked_bench
+    tuner_run = getattr(Autotuner, "run", None)
+    if tuner_run is not None and getattr(tuner_run, "__wrapped__", None) is None:
+        def remembering_run(self, *args, **kwargs):
+            if not _ACTIVE or autotuning() or not any(w.record_writes for w in _ACTIVE):
+                return tuner_run(self, *args, **kwargs)
+            stack = _tuner_snapshots()
+            with quiet_modes():
+                tensors = _argument_tensors(args, kwargs)
+            stack.append(_snapshot(tensors))
+            try:
+                return tuner_run(self, *args, **kwargs)
+            finally:
+                stack.pop()
 
-    marked_bench.__wrapped__ = bench
-    Autotuner._bench = marked_bench
+        remembering_run.__wrapped__ = tuner_run
+        Autotuner.run = remembering_run
 
 
 def _install_launcher() -> None:
@@ -263,6 +304,7 @@ def _install_interpreter() -> None:
         return args_hst, kwargs_hst
 
     function.run = _watched_run(function.run)
+    _install_autotune_hooks()
     executor.__call__ = bounded_call
     executor._init_args_hst = recording_init_args
     if builder is not None and hasattr(builder, "create_masked_load") and hasattr(builder, "create_masked_store"):

@@ -1,9 +1,12 @@
 """Triton's autotuner under the grading guards: the launches it times while benchmarking a config are
 recorded without the byte comparison (which copies every argument and synchronises inside its timed
-region), so the config it caches for the timed calls is chosen by the kernel's own time. On the CPU, with
-a fake kernel ``run`` and a fake Autotuner class."""
+region), so the config it caches for the timed calls is chosen by the kernel's own time; the launch with
+the chosen config is compared with the bytes as they were when the autotuner was called, since its
+benchmarks already wrote the output. On the CPU, with a fake kernel ``run`` and a fake Autotuner class,
+and a real ``triton.autotune`` under the interpreter."""
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -11,6 +14,7 @@ import pytest
 import torch
 
 from infralab import triton_watch
+from infralab.guards import NoKernelOutput, checked_call
 from infralab.triton_watch import _AUTOTUNING, _watched_run, autotuning, watching
 
 
@@ -23,7 +27,7 @@ class FakeKernel:
 def launch(out):
     def run(self, *args, grid, warmup, **kwargs):
         out.fill_(1.0)
-    return _watched_run(run, compare_when_autotuning=False)
+    return _watched_run(run)
 
 
 def test_a_launch_while_autotuning_is_recorded_without_comparing_bytes(monkeypatch):
@@ -55,10 +59,10 @@ def test_the_autotuner_benchmark_is_marked_while_it_runs(monkeypatch):
 
     module = types.SimpleNamespace(Autotuner=FakeAutotuner)
     monkeypatch.setitem(sys.modules, "triton.runtime.autotuner", module)
-    triton_watch._install_autotune_marker()
+    triton_watch._install_autotune_hooks()
     assert FakeAutotuner()._bench(config=None) == 1.0
     assert seen == [True] and not autotuning()
-    triton_watch._install_autotune_marker()  # installed once: not wrapped twice
+    triton_watch._install_autotune_hooks()  # installed once: not wrapped twice
     assert FakeAutotuner._bench.__wrapped__.__name__ == "_bench"
 
 
@@ -67,3 +71,47 @@ def test_the_real_autotuner_is_marked_once_a_watch_has_opened():
     with watching(poison_allocations=False):
         pass
     assert getattr(autotuner.Autotuner._bench, "__wrapped__", None) is not None
+
+
+def _autotuned_copy(kernel_writes: bool):
+    """A real ``triton.autotune`` over two configs whose benchmark (a stand-in for ``do_bench``) runs
+    the kernel once, as Triton's does: by the launch with the chosen config, the output is written."""
+    triton = pytest.importorskip("triton")
+    tl = triton.language
+
+    def bench(kernel_call, quantiles=None):
+        kernel_call()
+        return [1.0, 1.0, 1.0]
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"],
+                     do_bench=bench)
+    @triton.jit
+    def copy_kernel(x_ptr, out_ptr, n, WRITE: tl.constexpr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offsets, mask=offsets < n)
+        if WRITE:
+            tl.store(out_ptr + offsets, x, mask=offsets < n)
+
+    def copy(x, out=None):
+        out = torch.empty_like(x) if out is None else out
+        copy_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel(), WRITE=kernel_writes)
+        return out
+    return copy
+
+
+needs_interpreter = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs the Triton interpreter")
+
+
+@needs_interpreter
+def test_an_autotuned_kernel_that_writes_its_output_passes_the_output_check():
+    copy, x = _autotuned_copy(kernel_writes=True), torch.randn(100)
+    out = checked_call(copy, (x,), {}, where="copy", triton=True)  # the call that benchmarks both configs
+    assert torch.equal(out, x)
+    assert torch.equal(checked_call(copy, (x,), {}, where="copy", triton=True), x)  # the tuned config, cached
+
+
+@needs_interpreter
+def test_an_autotuned_kernel_that_leaves_a_torch_answer_alone_is_still_caught():
+    copy, x = _autotuned_copy(kernel_writes=False), torch.randn(100)
+    with pytest.raises(NoKernelOutput):
+        checked_call(lambda v: copy(v, out=v.clone()), (x,), {}, where="copy", triton=True)
