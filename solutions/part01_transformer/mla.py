@@ -25,7 +25,7 @@ def _rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tenso
     """Interleaved RoPE on the last dim of x (..., S, [H,] d_r): pairs (2i, 2i+1) turn by pos * theta^(-2i/d_r).
     ``positions`` is (S,); x is (B, S, d_r) or (B, S, H, d_r)."""
     d = x.shape[-1]
-    inv_freq = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    inv_freq = theta ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
     angle = positions.to(torch.float64)[:, None] * inv_freq                # (S, d/2)
     if x.dim() == 4:
         angle = angle[:, None, :]                                          # (S, 1, d/2): every head
