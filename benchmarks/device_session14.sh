@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue #12's remaining routes and #16's W4A16 bench, written 2026-12-07 (not yet run: in both sessions of that day
-# every device start was refused, or its machine taken back before the command ran):
+# Issue #12's remaining routes and #16's W4A16 bench, written 2026-12-07 (first run on an H100 that day, fifth
+# session: benchmarks/results/h100-session15/):
 # three device calls (samples, refs, matmul) chained on one warm machine, or `one` and `matmul`, each under the
 # 600 s limit, every output under $OUT (pack_logs keeps it to at most 8 files). Run from the repository root, as root:
 #   bash benchmarks/device_session14.sh one     # one call for a scarce device: the hostile samples through
