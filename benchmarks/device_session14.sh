@@ -17,6 +17,10 @@
 #                                               # and wrong_when_timed; infralab bench of w4a16 (#16); the decode
 #                                               # footprint probe (benchmarks/probe_footprint.py); until END
 #                                               # (default 570)
+#   bash benchmarks/device_session14.sh tests   # every GPU-marked test of graders/ and tests/ on the reference
+#                                               # solutions (--perf-time-cap 1; about 190 s on an H100), the
+#                                               # whole output in logs.tgz: gpu-tests.txt. Run it first: it is
+#                                               # what found the autotuning and MLA faults of 2026-12-07
 # Then, here: unpack the .tgz records into one folder and `infralab leaderboard <folder> --out <run>/leaderboard`.
 source benchmarks/h200_common.sh
 left() { echo $(( T0 + $1 - $(date +%s) )); }  # seconds until T0 + $1
@@ -52,6 +56,11 @@ case "${1:-refs}" in
     FLASH_S=${FLASH_S:-175} refs_steps ;;
   refs)
     refs_steps ;;
+  tests)
+    stamp "pytest -m gpu: graders and tests on the reference solutions"
+    timeout $(left ${END:-560}) python3 -m pytest $PLUGIN -m gpu -q -p no:cacheprovider graders tests \
+      --target solutions --perf-time-cap 1 --timeout 200 -rfE > "$LOGS/gpu-tests.txt" 2>&1
+    grep -E "^E   |^FAILED|^ERROR|passed|failed" "$LOGS/gpu-tests.txt" | cut -c1-400 | tail -60 ;;
   matmul)
     stamp "grade --gpu: timer_patch, wrong_when_timed"
     rm -rf /tmp/h200-two && mkdir -p /tmp/h200-two

@@ -40,7 +40,7 @@ pytest_sample() {
   [ "$lim" -lt 15 ] && { echo "== $d: not run (deadline)"; return; }
   echo "== $(date +%T) $d ($ex)"
   timeout "$(( lim < $2 ? lim : $2 ))" python3 -m pytest $PLUGIN graders/part03_kernels/test_perf.py -m gpu -k "$ex" \
-    --target "$d" --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 | grep -E "passed|failed|FAILED|Error" | cut -c1-400
+    --target "$d" --perf-time-cap 1 -q -p no:cacheprovider -rf 2>&1 | grep -E "^E   |passed|failed|FAILED|Error" | cut -c1-400
   echo "== $(date +%T) $d: rc ${PIPESTATUS[0]}"
 }
 PLUGIN=$(python3 -c 'from infralab.runner import plugin_args; print(*plugin_args())' 2>/dev/null)
