@@ -144,6 +144,18 @@ def test_each_round_profiles_one_batch_and_an_own_kernel_batch_is_accepted():
     assert any("CUDA profiler" in p for p in e["protections"])
 
 
+def test_the_autotuners_choices_go_into_the_entrys_evidence(monkeypatch):
+    import infralab.perf.run as run_module
+    seen = []
+    chosen = {"softmax_kernel": {"300, torch.float32": "BLOCK: 512, num_warps: 4"}}
+    monkeypatch.setattr(run_module, "autotuned_configs", lambda files: seen.append(files) or chosen)
+    e = _run(_candidate(SoftmaxModule), lambda run: (run(), ([MARKER, Kernel("softmax_kernel", 7)],
+                                                             ["softmax_kernel"]))[1])
+    assert e["evidence"]["autotuned"] == chosen and seen == [[]]  # the candidate's files (none here)
+    monkeypatch.setattr(run_module, "autotuned_configs", lambda files: {})
+    assert "autotuned" not in _run(_candidate(SoftmaxModule), None)["evidence"]
+
+
 def test_a_cublas_kernel_in_the_profiled_batch_rejects_the_answer_even_when_right():
     e = _run(_candidate(SoftmaxModule), lambda run: (run(), ([MARKER, Kernel("softmax_kernel", 7), NVJET],
                                                              ["softmax_kernel"]))[1])

@@ -115,3 +115,46 @@ def test_an_autotuned_kernel_that_leaves_a_torch_answer_alone_is_still_caught():
     copy, x = _autotuned_copy(kernel_writes=False), torch.randn(100)
     with pytest.raises(NoKernelOutput):
         checked_call(lambda v: copy(v, out=v.clone()), (x,), {}, where="copy", triton=True)
+
+
+AUTOTUNED_MODULE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+def _bench(kernel_call, quantiles=None):
+    kernel_call()
+    return [1.0, 1.0, 1.0]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"], do_bench=_bench)
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def copy(x):
+    out = torch.empty_like(x)
+    copy_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+    return out
+'''
+
+
+@needs_interpreter
+def test_the_configs_a_submissions_autotuners_chose_are_read_per_key(tmp_path, monkeypatch):
+    import importlib
+
+    from infralab.perf.checked import autotuned_configs
+    (tmp_path / "tuned_submission.py").write_text(AUTOTUNED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("tuned_submission")
+    files = [module.__file__]
+    assert autotuned_configs(files) == {}  # nothing tuned before the first call
+    module.copy(torch.randn(100))
+    module.copy(torch.randn(7))
+    got = autotuned_configs(files)
+    assert list(got) == ["copy_kernel"] and len(got["copy_kernel"]) == 2  # one entry per tuning key (n)
+    assert all("BLOCK: 16" in config for config in got["copy_kernel"].values())  # the first of equal timings
+    assert autotuned_configs([str(tmp_path / "other.py")]) == {}

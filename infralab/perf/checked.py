@@ -140,6 +140,36 @@ def module_files(module: Any) -> list[Path]:
     return sorted(set(files))
 
 
+def _autotuner(obj: Any) -> Any:
+    """The Triton autotuner behind a module global (itself, or under a ``triton.heuristics``), or None."""
+    for _ in range(4):
+        try:
+            if isinstance(getattr(obj, "cache", None), dict) and hasattr(obj, "configs") and hasattr(obj, "keys"):
+                return obj
+            obj = getattr(obj, "fn", None)
+        except Exception:  # a submission's object whose attribute access raises
+            return None
+        if obj is None:
+            return None
+    return None
+
+
+def autotuned_configs(files: Iterable[str]) -> dict[str, dict[str, str]]:
+    """For each Triton autotuner defined in ``files`` (the submission's modules, loaded), the config it
+    chose for each tuning key so far (key values joined by ", "): the launch parameters behind a timed
+    figure, so that a figure unlike a tuner's can be explained. Empty when nothing is autotuned."""
+    wanted = {str(Path(f)) for f in files}
+    found: dict[str, dict[str, str]] = {}
+    for mod in list(sys.modules.values()):
+        if str(getattr(mod, "__file__", None)) not in wanted:
+            continue
+        for name, obj in list(vars(mod).items()):
+            tuner = _autotuner(obj)
+            if tuner is not None and tuner.cache:
+                found[name] = {", ".join(map(str, key)): str(config) for key, config in tuner.cache.items()}
+    return found
+
+
 # --- the timer's functions ------------------------------------------------------------------------
 
 def _timing_refs() -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from infralab.i18n import tr
 from infralab.perf import decision
-from infralab.perf.checked import CheckedCandidate, tampered
+from infralab.perf.checked import CheckedCandidate, autotuned_configs, tampered
 from infralab.perf.kernel_audit import audit
 from infralab.perf.harness import (GraphBatch, SamplingPolicy, Timer, Timing, calls_per_sample,
                                    graph_calls_per_sample, sample_interleaved, wall_mismatch, warm_up)
@@ -380,6 +380,9 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
     }
     if audits:
         entry["evidence"] = {**entry["evidence"], "profiled_batches": audits}
+    tuned = autotuned_configs(checked.files) if checked is not None else {}
+    if tuned:
+        entry["evidence"] = {**entry["evidence"], "autotuned": tuned}
     return {**entry, "correct": correct, "flags": v.flags, "level": v.level, "decision": v.decision,
             "reason": v.reason}
 
