@@ -46,7 +46,7 @@ _ACTIVE: list["Watch"] = []  # watches currently open (nested calls share launch
 _BOUNDS: list[list[tuple[int, int]] | None] = []  # per running interpreted launch: (start, end) byte ranges
 _INSTALLED = {"interpreter": False, "compiled": False, "launcher": False}
 _AUTOTUNING = threading.local()  # depth of Triton autotuner benchmarks running in this thread
-_TUNER_CALLS = threading.local()  # per Autotuner.run in progress in this thread: {storage key: bytes at its call}
+_TUNER_CALLS = threading.local()  # per Autotuner.run in progress in this thread: _TunerCall
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,15 @@ def autotuning() -> bool:
     return getattr(_AUTOTUNING, "depth", 0) > 0
 
 
-def _tuner_snapshots() -> list[dict]:
+@dataclass
+class _TunerCall:
+    """One ``Autotuner.run`` in progress: its arguments' bytes at the call, and whether it has benchmarked."""
+
+    at_call: dict
+    benchmarked: bool = False
+
+
+def _tuner_calls() -> list[_TunerCall]:
     stack = getattr(_TUNER_CALLS, "stack", None)
     if stack is None:
         stack = _TUNER_CALLS.stack = []
@@ -127,7 +135,8 @@ def _watched_run(run):
     is compared with the bytes as they were when the autotuner was called (``Autotuner.run``, see
     :func:`_install_autotune_hooks`): the benchmarks ran the same kernel on the same arguments, so by
     then the output already holds what the last launch writes again, and a comparison with the bytes
-    just before it would find nothing written (what rejected every autotuned reference on the GPU)."""
+    just before it would find nothing written (what rejected every autotuned reference on the GPU).
+    A call whose config was cached (no benchmark) is compared around its launch, as any other."""
 
     def watched_run(self, *args, grid, warmup, **kwargs):
         if warmup or not _ACTIVE:
@@ -137,8 +146,8 @@ def _watched_run(run):
         compare = any(w.record_writes for w in _ACTIVE) and not autotuning()
         with quiet_modes():
             tensors = _argument_tensors(args, kwargs) if compare else {}
-        tuner = _tuner_snapshots()
-        at_call = tuner[0] if tuner else {}  # the outermost autotuner's call: before any of its benchmarks
+        tuner = _tuner_calls()  # the outermost autotuner's call, before any of its benchmarks, if it benchmarked
+        at_call = tuner[0].at_call if tuner and any(t.benchmarked for t in tuner) else {}
         before = {**_snapshot({k: t for k, t in tensors.items() if k not in at_call}),
                   **{k: b for k, b in at_call.items() if k in tensors}}
         try:
@@ -180,6 +189,8 @@ def _install_autotune_hooks() -> None:
     bench = getattr(Autotuner, "_bench", None)
     if bench is not None and getattr(bench, "__wrapped__", None) is None:
         def marked_bench(self, *args, **kwargs):
+            for call in _tuner_calls():
+                call.benchmarked = True
             _AUTOTUNING.depth = getattr(_AUTOTUNING, "depth", 0) + 1
             try:
                 return bench(self, *args, **kwargs)
@@ -193,10 +204,10 @@ def _install_autotune_hooks() -> None:
         def remembering_run(self, *args, **kwargs):
             if not _ACTIVE or autotuning() or not any(w.record_writes for w in _ACTIVE):
                 return tuner_run(self, *args, **kwargs)
-            stack = _tuner_snapshots()
+            stack = _tuner_calls()
             with quiet_modes():
                 tensors = _argument_tensors(args, kwargs)
-            stack.append(_snapshot(tensors))
+            stack.append(_TunerCall(_snapshot(tensors)))
             try:
                 return tuner_run(self, *args, **kwargs)
             finally:
