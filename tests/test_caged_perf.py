@@ -58,6 +58,7 @@ class FakeBench:
         self.graph_failed, self.graph_blocks_over = graph_failed, graph_blocks_over
         self.armed = None
         self.cage_timer, self.tampered, self.kernels, self.alter_inputs = cage_timer, list(tampered), kernels, alter_inputs
+        self.autotuned: dict = {}  # what the cage reports its autotuners chose (profiled batches)
         self.seeds: list[int] = []
         self.requests: list[dict] = []
         self.kept: dict[int, tuple] = {}
@@ -85,7 +86,8 @@ class FakeBench:
             return {"armed": True}
         self._calls(calls, start, keep, max(self.per_call, self.host_per_call))
         if profile:
-            return {"kernels": [[k.name, k.stream, k.kind] for k in self.kernels], "launched": ["add_kernel"] * calls, "tampered": []}
+            return {"kernels": [[k.name, k.stream, k.kind] for k in self.kernels], "launched": ["add_kernel"] * calls,
+                    "tampered": [], "autotuned": self.autotuned}
         return {"inner_s": self.cage_timer(calls * self.per_call), "tampered": self.tampered}
 
     def _calls(self, calls, start, keep, per_call):
@@ -248,8 +250,11 @@ def test_the_judge_audits_the_profiled_batch_against_the_kernels_it_read(eager_b
     clock = FakeClock()
     eager_baseline(clock)
     marker = Kernel("at::cuda::(anonymous namespace)::spin_kernel(long)", 7)
-    ok = run(FakeBench(Right, clock, kernels=[marker, Kernel("add_kernel", 7)]), clock, profile_batches=True)
+    bench = FakeBench(Right, clock, kernels=[marker, Kernel("add_kernel", 7)])
+    bench.autotuned = {"add_kernel": {"1048576, torch.float32": "BLOCK: 1024, num_warps: 4"}, "junk": "not a dict"}
+    ok = run(bench, clock, profile_batches=True)
     assert ok["decision"] == "accept" and len(ok["evidence"]["profiled_batches"]) == 2
+    assert ok["evidence"]["autotuned"] == {"add_kernel": {"1048576, torch.float32": "BLOCK: 1024, num_warps: 4"}}
     bad = run(FakeBench(Right, clock, kernels=[marker, Kernel("add_kernel", 7), Kernel("nvjet_tst_128x64", 7)]),
               clock, profile_batches=True)
     assert bad["decision"] == "reject" and "nvjet_tst_128x64" in bad["reason"]

@@ -50,6 +50,10 @@ def test_coords_to_rank_is_the_inverse(impl, sizes, order):
         got = m.coords_to_rank(coords, sizes, order)
         assert_equal(int(got), rank, name=(f"coords_to_rank(coords of rank {rank}, {sizes}, {order!r})",
                                            f"coords_to_rank(rank {rank} 的坐标, {sizes}, {order!r})"))
+        sparse = {d: c for d, c in coords.items() if c}  # a name left out is 0
+        assert_equal(int(m.coords_to_rank(sparse, sizes, order)), rank,
+                     name=(f"coords_to_rank({sparse}, {sizes}, {order!r}) (the names left out are 0)",
+                           f"coords_to_rank({sparse}, {sizes}, {order!r})（省略的维度坐标为 0）"))
 
 
 @pytest.mark.weight(2)
@@ -82,6 +86,9 @@ def test_megatron_example_tp2_pp2_dp2(impl):
     lambda m: m.parse_order("tp-cp-ep-dp-dp"), lambda m: m.parse_order("tp,cp,ep,dp,pp"),
     lambda m: m.rank_to_coords(4, {"tp": 2, "dp": 2}, "tp-cp-ep-dp-pp"),
     lambda m: m.rank_to_coords(0, {"tp": 0}, "tp-cp-ep-dp-pp"),
+    lambda m: m.coords_to_rank({}, {"tp": 0}, "tp-cp-ep-dp-pp"),
+    lambda m: m.group_ranks("tp", {"tp": 2, "dp": 0}, "tp-cp-ep-dp-pp"),
+    lambda m: m.coords_to_rank({}, {"pp": -1}, "tp-cp-ep-dp-pp"),
     lambda m: m.rank_to_coords(0, {"xp": 2}, "tp-cp-ep-dp-pp"),
     lambda m: m.coords_to_rank({"tp": 2}, {"tp": 2}, "tp-cp-ep-dp-pp"),
     lambda m: m.group_ranks("tp-tp", {"tp": 2}, "tp-cp-ep-dp-pp"),

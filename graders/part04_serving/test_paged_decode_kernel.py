@@ -73,6 +73,11 @@ def test_half_precision_and_an_explicit_scale(impl, gen):
     check(impl, batch, splits=3, scale=0.3)
 
 
+def test_one_split_at_head_dim_128(impl, gen):
+    """num_splits=1 (allowed: the whole context in one program) at head dim 128, as served models use."""
+    check(impl, scattered(gen, [20, 7], 4, 4, 2, 128), splits=1)
+
+
 def test_int64_tables_and_a_non_contiguous_query(impl, gen):
     q, k_pool, v_pool, tables, lens = scattered(gen, [13, 7], 4, 4, 2, 16)
     q = randn(4, 2, 16, generator=gen).transpose(0, 1)  # (2, 4, 16) with stride(0) = 16

@@ -171,6 +171,7 @@ class PerfOps:
             kernels, launched = kernel_audit.profile_batch(batch)
             answer["kernels"] = [[k.name[:300], k.stream, k.kind] for k in kernels][:2000]
             answer["launched"] = [str(n)[:300] for n in launched][:2000]
+            answer["autotuned"] = checked.autotuned_configs(self._candidate(self.module).files)
         else:
             answer["inner_s"] = self._inner_timed(batch)
         self.kept = kept

@@ -384,6 +384,15 @@ class _Baseline:
         pass
 
 
+def reported_configs(value: Any) -> dict[str, dict[str, str]]:
+    """The cage's report of the configs its Triton autotuners chose (``checked.autotuned_configs``):
+    evidence gathered next to student code, so kept only as capped strings, never read for a verdict."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(kernel)[:100]: {str(key)[:200]: str(config)[:300] for key, config in list(chosen.items())[:50]}
+            for kernel, chosen in list(value.items())[:20] if isinstance(chosen, dict)}
+
+
 def _canary(device: str, profile: Profile, sync: Callable[[], None], gate: Any, policy: CagedPolicy):
     """The judge's own copy of :data:`CANARY_BYTES` on the device, a third runner interleaved with the
     candidate and the baseline, armed as the baseline is. The cage's process stays alive while the
@@ -662,6 +671,9 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
                            for k in answer.get("kernels") or []]
                 found = audit(kernels, own_kernels, [str(name) for name in answer.get("launched") or []])
                 audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
+                tuned = reported_configs(answer.get("autotuned"))
+                if tuned:  # what the cage says its autotuners chose: explains a figure, decides nothing
+                    entry["evidence"] = {**entry["evidence"], "autotuned": tuned}
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
             aside = ("candidate", rng.randrange(max(half.min_samples, 1)), profiled)
