@@ -119,9 +119,11 @@ def paged_decode_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
     """One decode step of attention for a batch whose K/V live in a paged pool, in Triton.
 
     Args:
-        q: ``(B, Hq, D)``, the new token's query per head; fp32, fp16 or bf16; D a power of two in 16..256.
+        q: ``(B, Hq, D)``, the new token's query per head; fp32, fp16 or bf16; D a power of two in 16..256;
+            any strides (a slice of a wider tensor too: make it contiguous first if your kernel
+            indexes D as contiguous).
         k_pool, v_pool: ``(num_blocks, block_size, Hkv, D)``, q's dtype; ``Hq`` a multiple of ``Hkv``.
-        block_tables: ``(B, max_blocks)`` int32 or int64; row ``i`` lists sequence ``i``'s physical
+        block_tables: ``(B, max_blocks)`` int32 or int64, any strides; row ``i`` lists sequence ``i``'s physical
             blocks in order; entries past ``ceil(context_lens[i] / block_size)`` are padding (-1 or
             a stale block id) and must not be read.
         context_lens: ``(B,)`` int32 or int64, ``1 <= context_lens[i] <= max_blocks * block_size``.
@@ -145,7 +147,8 @@ def paged_decode_attention(q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.
     matmul and reductions such as ``context_lens.max()`` are banned, so the split length comes
     from the table's width, not from the longest sequence.
 
-    中文：返回 (B, Hq, D)；GQA 映射 h // (Hq // Hkv)；只读每条序列自己的前 context_lens[i] 个 token；
+    中文：返回 (B, Hq, D)；q 与块表可以是任意步长（例如更宽张量的切片、列优先的块表；kernel 按连续内存读取时先 contiguous）；
+    GQA 映射 h // (Hq // Hkv)；只读每条序列自己的前 context_lens[i] 个 token；
     两次启动（分段 kernel、合并 kernel）；torch 一侧不能做计算，连 context_lens.max() 也不行，
     所以分段长度由块表宽度决定。
     """

@@ -136,8 +136,9 @@ def test_tp_attention_splits_heads_and_all_reduces_once(impl, gen, n, n_heads):
 
 @pytest.mark.weight(2)
 @pytest.mark.parametrize("n", SIZES)
-def test_vocab_parallel_embedding_equals_the_full_lookup(impl, gen, n):
-    vocab, d = 6 * n, 5
+@pytest.mark.parametrize("rows", [6, 1])  # 1: a shard of one row (V = n)
+def test_vocab_parallel_embedding_equals_the_full_lookup(impl, gen, n, rows):
+    vocab, d = rows * n, 5
     w = randn(vocab, d, generator=gen)
     ids = torch.randint(0, vocab, (3, 7), generator=gen)
     results = run_ranks(impl, MODULE, "vocab_parallel_embedding", [(ids, chunk(w, n, 0, r), r, n) for r in range(n)],
@@ -148,10 +149,11 @@ def test_vocab_parallel_embedding_equals_the_full_lookup(impl, gen, n):
 
 @pytest.mark.weight(3)
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("scale", [1.0, 300.0])
-def test_vocab_parallel_cross_entropy_never_gathers_the_logits(impl, gen, n, scale):
-    """Large logits (scale 300) overflow exp() unless the global max is subtracted first."""
-    tokens, vocab = 6, 16 * n
+@pytest.mark.parametrize("scale, columns", [(1.0, 16), (300.0, 16), (1.0, 1)])
+def test_vocab_parallel_cross_entropy_never_gathers_the_logits(impl, gen, n, scale, columns):
+    """Large logits (scale 300) overflow exp() unless the global max is subtracted first; one column
+    per rank (V = n) is a shard too."""
+    tokens, vocab = 6, columns * n
     logits = randn(tokens, vocab, generator=gen, scale=scale)
     targets = torch.randint(0, vocab, (tokens,), generator=gen)
     grad_loss = randn(tokens, generator=gen)

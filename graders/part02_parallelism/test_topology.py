@@ -22,10 +22,15 @@ dims_st = st.lists(st.sampled_from(DIMS), min_size=1, max_size=3, unique=True).m
 
 def ints(value, name):
     """The answer as plain ints (dicts of ints, lists of lists of ints)."""
+    def whole(v):
+        if int(v) != v:  # 1.5 is not a coordinate, whatever int() makes of it
+            raise ValueError(v)
+        return int(v)
+
     try:
         if isinstance(value, dict):
-            return {str(k): (list(map(int, v)) if isinstance(v, (list, tuple)) else int(v)) for k, v in value.items()}
-        return [list(map(int, g)) for g in value]
+            return {str(k): (list(map(whole, v)) if isinstance(v, (list, tuple)) else whole(v)) for k, v in value.items()}
+        return [list(map(whole, g)) for g in value]
     except (TypeError, ValueError) as exc:
         raise Mismatch(tr("part02_tp.not_ints", name=name, got=repr(value)[:200])) from exc
 
@@ -86,6 +91,8 @@ def test_megatron_example_tp2_pp2_dp2(impl):
     lambda m: m.parse_order("tp-cp-ep-dp-dp"), lambda m: m.parse_order("tp,cp,ep,dp,pp"),
     lambda m: m.rank_to_coords(4, {"tp": 2, "dp": 2}, "tp-cp-ep-dp-pp"),
     lambda m: m.rank_to_coords(0, {"tp": 0}, "tp-cp-ep-dp-pp"),
+    lambda m: m.rank_to_coords(-1, {"tp": 2}, "tp-cp-ep-dp-pp"),
+    lambda m: m.coords_to_rank({"tp": -1}, {"tp": 2}, "tp-cp-ep-dp-pp"),
     lambda m: m.coords_to_rank({}, {"tp": 0}, "tp-cp-ep-dp-pp"),
     lambda m: m.group_ranks("tp", {"tp": 2, "dp": 0}, "tp-cp-ep-dp-pp"),
     lambda m: m.coords_to_rank({}, {"pp": -1}, "tp-cp-ep-dp-pp"),

@@ -290,6 +290,8 @@ def test_cached_tokens_are_whole_blocks_of_the_first_chunk_and_never_the_last_to
         expect(got == want, "engine.cached_tokens", what="metrics(0..2)", got=got, want=want)
         computed, counted = 3 * 2 + 8 + 8 + 5 - sum(want), e.stats()["computed_tokens"]
         expect(counted == computed, "engine.computed_tokens", got=counted, want=computed)
+        expect(e.stats()["cached_tokens"] == sum(want), "engine.cached_total", got=e.stats()["cached_tokens"],
+               want=sum(want))
 
 
 @pytest.mark.weight(2)
@@ -324,8 +326,27 @@ def test_bad_arguments_raise_value_error(impl, seed, gen):
     cases = [("[]", lambda: engine.add_request([], sp())), ("[-1]", lambda: engine.add_request([-1], sp())),
              ("max_tokens=0", lambda: engine.add_request([1, 2], sp(max_tokens=0))),
              ("a prompt needing 9 blocks", lambda: engine.add_request([1] * 17, sp(max_tokens=2))),
-             ("2 prompts, 3 params", lambda: engine.generate([[1], [2]], [sp(), sp(), sp()]))]
+             ("2 prompts, 3 params", lambda: engine.generate([[1], [2]], [sp(), sp(), sp()])),
+             (f"[{config['vocab_size']}]", lambda: engine.add_request([config["vocab_size"]], sp()))]
     for what, call in cases:
         with pytest.raises(ValueError):
             call()
             raise Mismatch(tr("engine.bad_request", what=what))
+    edges = [0, config["vocab_size"] - 1]
+    try:
+        engine.add_request(edges, sp(max_tokens=1))
+    except ValueError as exc:
+        raise Mismatch(tr("engine.good_request_refused", what=edges, error=f"ValueError: {exc}")) from exc
+
+
+def test_tokens_per_s_is_none_when_no_time_elapsed(impl, seed, gen):
+    """A clock that never advances (every reading the same): tokens_per_s divides by zero elapsed time,
+    which the specification makes None; the other figures are defined (zero seconds)."""
+    weights, config, _ = model(seed)
+    engine = impl(MODULE).LLMEngine(weights, config, num_blocks=16, block_size=2, max_num_batched_tokens=16,
+                                     clock=[7.0] * 200)
+    engine.generate(random_prompts(gen, [3]), impl(MODULE).SamplingParams(max_tokens=2))
+    m = engine.metrics(0)
+    for key, value in dict(tokens_per_s=None, ttft_s=0.0, tpot_s=0.0).items():
+        expect(m[key] == value if value is None else m[key] == pytest.approx(value), "engine.metric", rid=0,
+               metric=key, got=m[key], want=value)

@@ -84,6 +84,16 @@ def test_int64_tables_and_a_non_contiguous_query(impl, gen):
     check(impl, (q, k_pool, v_pool, tables.long(), lens.long()), splits=2)
 
 
+def test_a_query_strided_in_its_head_dim_and_a_column_major_table(impl, gen):
+    """q as every other element of a wider tensor (stride 2 in D, NaN between) and the block table
+    stored column-major (stride 1 down a column): a kernel that indexes D or a table row as contiguous
+    reads the wrong elements unless the inputs are made contiguous first."""
+    q, k_pool, v_pool, tables, lens = scattered(gen, [9, 14, 5], 4, 4, 2, 16)
+    wide = torch.stack((q, torch.full_like(q, float("nan"))), dim=-1)[..., 0]  # stride(-1) == 2
+    column_major = tables.T.contiguous().T  # the same entries, strides (1, B)
+    check(impl, (wide, k_pool, v_pool, column_major, lens), splits=2)
+
+
 def test_the_inputs_are_left_unchanged(impl, gen):
     batch = scattered(gen, [10, 3], 4, 4, 2, 16)
     before = [t.clone() for t in batch]

@@ -59,6 +59,14 @@ MESSAGES = {
         "add_request({what}) should raise ValueError",
         "add_request({what}) 应当抛出 ValueError",
     ),
+    "engine.good_request_refused": (
+        "add_request({what}) raised {error}, but the ids 0 and vocab_size - 1 are inside [0, vocab_size)",
+        "add_request({what}) 抛出了 {error}，但 id 0 与 vocab_size - 1 都在 [0, vocab_size) 之内",
+    ),
+    "engine.cached_total": (
+        "stats()['cached_tokens'] = {got}, but the requests' metrics() add up to {want}",
+        "stats()['cached_tokens'] = {got}，但各请求 metrics() 的缓存命中数之和为 {want}",
+    ),
     # benchmark
     "engine.bench_header": (
         "engine throughput: {requests} requests, prompts {prompts}, outputs {outputs}, {params} parameters, "
