@@ -20,8 +20,12 @@ A mutant whose statement no hidden test executes on this machine (traced while t
 run, infralab.mutate_reach) is *unreached*, not a survivor: a GPU-only branch under the CPU interpreter,
 say. It is listed with its diff and left out of the kill rate; the GPU's hidden tests are what reach it.
 
+A mutant of code the exercise's stub gives the student verbatim (a signature's default, a dataclass
+field, a constant, a helper implemented in full: infralab.mutate_given) is *given*: no student writes
+that code, so it is no hole either; it is listed and left out of the kill rate too.
+
 An entry whose line no longer reads so in the reference, whose mutant is no longer generated, or
-whose mutant is killed is *stale*. The kill rate is killed / (tested - reviewed equivalents).
+whose mutant is killed is *stale*. The kill rate is killed / (tested - equivalent - given - unreached).
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ from infralab.course import Course, Exercise
 from infralab.errors import InfralabError
 from infralab.i18n import tr
 from infralab.mutants_ast import Mutant, generate
+from infralab.mutate_given import is_given
 from infralab.mutate_reach import reached
 from infralab.runner import TestRun, pytest_command
 
@@ -69,7 +74,7 @@ class Outcome:
     operator: str
     line: int
     change: str
-    status: str  # killed | timeout | crashed | survived | equivalent | unreached
+    status: str  # killed | timeout | crashed | survived | equivalent | given | unreached
     killed_by: str = ""  # the first failing test
     message: str = ""
     tests_run: int = 0
@@ -106,7 +111,7 @@ class ExerciseReport:
 
     @property
     def kill_rate(self) -> float:
-        judged = self.tested - self.count("equivalent", "unreached")
+        judged = self.tested - self.count("equivalent", "given", "unreached")
         return self.killed / judged if judged else 1.0
 
     @property
@@ -207,6 +212,8 @@ def run_exercise(course: Course, ex: Exercise, *, seed: int = 0, cap: int | None
     ref_path = course.root / "solutions" / ex.module_path
     rel = str(Path("solutions") / ex.module_path)
     reference = ref_path.read_text(encoding="utf-8")
+    stub_path = course.root / "exercises" / ex.module_path
+    stub = stub_path.read_text(encoding="utf-8") if stub_path.is_file() else ""
     mutants = generate(reference)
     chosen = select(mutants, cap)
     report = ExerciseReport(exercise=ex.id, reference=rel, generated=len(mutants), tested=len(chosen), seed=seed,
@@ -270,9 +277,11 @@ def run_exercise(course: Course, ex: Exercise, *, seed: int = 0, cap: int | None
             o.killed_by, o.message = f["test"], f.get("message", "")
         elif (ex.id, m.id) in marked:
             o.status, o.equivalent_reason = "equivalent", marked[(ex.id, m.id)].reason
+        elif is_given(reference, stub, m.line, m.col):
+            o.status = "given"
         elif executed is not None and not reached(reference, m.line, m.col, executed):
             o.status = "unreached"
-        if o.status in ("survived", "equivalent", "unreached"):
+        if o.status in ("survived", "equivalent", "given", "unreached"):
             o.diff = _diff(reference, m, rel)
         report.outcomes.append(o)
     report.stale = stale_entries(ex.id, reference, mutants, report.outcomes, equivalents)
@@ -347,11 +356,11 @@ def command(course: Course, exercises: tuple[Exercise, ...], args: Any) -> int:
                   log=lambda line: console.print(line, markup=False, highlight=False))
     table = Table(title=tr("mutate.table_title", course=course.id))
     table.add_column("exercise", no_wrap=True)
-    for col in ("tested", "killed", "timeout", "equiv.", "unreached", "holes", "stale", "rate", "s"):
+    for col in ("tested", "killed", "timeout", "equiv.", "given", "unreached", "holes", "stale", "rate", "s"):
         table.add_column(col, no_wrap=True)
     for r in reports:
         table.add_row(r.exercise, str(r.tested), str(r.killed), str(r.count("timeout")), str(r.count("equivalent")),
-                      str(r.count("unreached")),
+                      str(r.count("given")), str(r.count("unreached")),
                       str(len(r.survivors)), str(len(r.stale)), f"{r.kill_rate:.1%}", str(r.duration_s))
     console.print(table)
     for r in reports:
@@ -372,7 +381,7 @@ def run(course: Course, exercises: tuple[Exercise, ...], *, seed: int, cap: int 
         report = run_exercise(course, ex, seed=seed, cap=cap, timeout_s=timeout_s, equivalents=equivalents, log=log)
         reports.append(report)
         log(tr("mutate.progress", exercise=ex.id, killed=report.killed, tested=report.tested,
-               survivors=len(report.survivors), equivalent=report.count("equivalent"),
+               survivors=len(report.survivors), equivalent=report.count("equivalent"), given=report.count("given"),
                unreached=report.count("unreached"),
                rate=f"{report.kill_rate:.1%}", seconds=report.duration_s))
         if report_dir is not None:
@@ -385,7 +394,7 @@ def run(course: Course, exercises: tuple[Exercise, ...], *, seed: int, cap: int 
 def report_json(report: ExerciseReport) -> dict[str, Any]:
     data = asdict(report)
     data.update(killed=report.killed, kill_rate=report.kill_rate, survivors=len(report.survivors),
-                equivalent=report.count("equivalent"), unreached=report.count("unreached"),
+                equivalent=report.count("equivalent"), given=report.count("given"), unreached=report.count("unreached"),
                 timeouts=report.count("timeout"), crashed=report.count("crashed"))
     return data
 

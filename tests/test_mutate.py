@@ -121,3 +121,69 @@ def test_a_malformed_equivalent_list_is_one_clear_line(mini_course, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert str(bad) in err and "entry 0" in err and "reason" in err and "Traceback" not in err
+
+
+def test_code_the_stub_gives_verbatim_is_given_and_nothing_the_student_writes_is():
+    """Defaults of a signature the stub declares the same, dataclass fields, constants and a helper the
+    stub implements in full are given; a body the student writes, a signature the stub declares
+    otherwise and a constant the stub does not have are not."""
+    from infralab.mutate_given import is_given
+    stub = textwrap.dedent('''
+        from dataclasses import dataclass
+        LIMIT = 8
+
+
+        @dataclass
+        class Params:
+            top_k: int = 0
+
+
+        def helper(x):
+            return x + 1
+
+
+        def solve(x, scale=2.0, *, bias=0):
+            """Spec."""
+            raise NotImplementedError
+
+
+        def other(x, y=1):
+            raise NotImplementedError
+        ''').lstrip("\n")
+    reference = textwrap.dedent('''
+        from dataclasses import dataclass
+        LIMIT = 8  # a comment changes nothing
+        TILE = 64
+
+
+        @dataclass
+        class Params:
+            top_k: int = 0
+
+
+        def helper(x):
+            return x + 1
+
+
+        def solve(x, scale=2.0, *, bias=0):
+            return helper(x) * scale + bias
+
+
+        def other(x, y=2):
+            return x + y
+        ''').lstrip("\n")
+    lines = reference.splitlines()
+
+    def at(line_text: str, token: str, occurrence: int = 0) -> tuple[int, int]:
+        row = next(i for i, text in enumerate(lines) if text.startswith(line_text) or text.strip() == line_text)
+        col = -1
+        for _ in range(occurrence + 1):
+            col = lines[row].index(token, col + 1)
+        return row + 1, col
+
+    given = [at("LIMIT = 8", "8"), at("top_k: int = 0", "0"), at("return x + 1", "+"),
+             at("def solve", "2.0"), at("def solve", "0")]
+    written = [at("TILE = 64", "64"), at("return helper(x) * scale + bias", "*"), at("def other", "2")]
+    assert all(is_given(reference, stub, *p) for p in given), [p for p in given if not is_given(reference, stub, *p)]
+    assert not any(is_given(reference, stub, *p) for p in written)
+    assert not is_given(reference, "this is not python (", *given[0])  # an unparsable stub gives nothing

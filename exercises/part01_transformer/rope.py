@@ -35,7 +35,7 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, scaling: dict | None = N
     """The RoPE inverse frequencies ``theta_i``, rescaled for longer contexts if asked.
 
     Args:
-        head_dim: D, the rotated head dimension (even; otherwise raise ``ValueError``).
+        head_dim: D, the rotated head dimension (positive and even; otherwise raise ``ValueError``).
         base: the RoPE base (``rope_theta``), e.g. 10000 (LLaMA 2) or 500000 (Llama 3).
         scaling: ``None`` or a dict with ``"type"`` and that type's parameters
             (an unknown type raises ``ValueError``); ``L = original_max_position_embeddings``:
@@ -76,7 +76,7 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, scaling: dict | None = N
         ``attention_scaling`` a Python float, 1.0 for every type but YaRN. It multiplies cos
         and sin (see :func:`rope_cos_sin`), as HF does.
 
-    中文：计算 θ_i = base^(-2i/D)（指数是 2i/D 不是 i/D；和 transformers 一样用 float32 计算，llama.py 也如此），再按 scaling 类型调整：linear 除以 factor，
+    中文：head_dim 须为正偶数（否则 ValueError）；计算 θ_i = base^(-2i/D)（指数是 2i/D 不是 i/D；和 transformers 一样用 float32 计算，llama.py 也如此），再按 scaling 类型调整：linear 除以 factor，
     ntk/dynamic 放大 base，yarn 按波长分段插值并给出 attention_scaling，llama3 低频除以 factor、高频不变。
     """
     raise NotImplementedError("rope_inv_freq")

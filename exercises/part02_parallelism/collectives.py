@@ -162,7 +162,7 @@ def bus_bandwidth(collective: str, size_bytes: int, seconds: float, world_size: 
             ``"broadcast"`` or ``"reduce"``; anything else raises ``ValueError``.
         size_bytes: nccl-tests' "size": the all-reduce buffer; the *gathered output* of an
             all-gather; the *input* of a reduce-scatter (both n x the per-rank piece); the send
-            buffer of an all-to-all; the broadcast/reduce buffer.
+            buffer of an all-to-all; the broadcast/reduce buffer (>= 0, else ``ValueError``; 0 gives 0).
         seconds: the measured time of one operation (> 0, else ``ValueError``).
         world_size: number of ranks n (>= 1).
 
@@ -177,7 +177,7 @@ def bus_bandwidth(collective: str, size_bytes: int, seconds: float, world_size: 
         busbw is what each link carries, comparable with the hardware's link bandwidth
         whatever n is (03 §3.2).
 
-    中文：algbw = 数据量 / 时间；busbw = algbw × 系数（AllReduce 为 2(n-1)/n，AllGather、
+    中文：algbw = 数据量 / 时间（数据量 >= 0，否则 ValueError）；busbw = algbw × 系数（AllReduce 为 2(n-1)/n，AllGather、
     ReduceScatter、AllToAll 为 (n-1)/n），可以直接和链路带宽比较。
     """
     raise NotImplementedError("bus_bandwidth")

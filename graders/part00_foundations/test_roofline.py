@@ -74,6 +74,10 @@ def test_op_cost_and_bound_match_the_hand_derived_h200_table(impl, op, shape, ca
     got = m.op_cost(op, shape, torch.bfloat16, causal=causal)
     assert_equal(got, (flops, nbytes), name=(f"(flops, bytes) of {op} {shape}", f"{op} {shape} 的 (flops, bytes)"),
                  mistakes=cost_mistakes(op, shape, 2, causal, flops, nbytes))
+    for value, want, what in zip(got, (flops, nbytes), ("flops", "bytes")):   # Python ints, not floats equal to them
+        assert_equal(value, want, name=(f"{what} of {op} {shape} (a Python int)", f"{op} {shape} 的 {what}（Python int）"),
+                     mistakes={("a float instead of a Python int (true division / where // keeps an int)",
+                                "返回了 float 而不是 Python int（用了真除法 /，// 才保持整数）"): float(want)})
     assert_equal(m.bound(flops, nbytes, PEAK, BW), expected_bound, name=(f"bound of {op} {shape} on the H200",
                                                                          f"{op} {shape} 在 H200 上的瓶颈类型"),
                  mistakes={("compute and memory swapped",

@@ -67,6 +67,12 @@ def test_a_window_without_causal_raises_value_error(impl):
         impl(MODULE).attention_mask(4, 4, causal=False, window=2)
 
 
+def test_a_window_under_one_key_raises_value_error(impl):
+    for window in (0, -1):  # the specification: W >= 1
+        with pytest.raises(ValueError):
+            impl(MODULE).attention_mask(4, 4, causal=True, window=window)
+
+
 # ---- attention ------------------------------------------------------------------------------------
 
 @given(b=st.integers(1, 2), hkv=st.integers(1, 3), group=st.sampled_from([1, 2, 4]), sq=st.integers(1, 7),

@@ -173,6 +173,7 @@ YARN_CONFIGS = [
     {"type": "yarn", "factor": 16.0, "original_max_position_embeddings": 8192, "beta_fast": 16, "beta_slow": 2,
      "attention_factor": 1.5},
     {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768, "truncate": False},
+    {"type": "yarn", "factor": 0.5, "original_max_position_embeddings": 4096},  # s <= 1: no attention scaling
 ]
 
 
@@ -249,8 +250,9 @@ def test_llama3_frequencies(impl, scaling, d, base):
 
 def test_bad_arguments_raise_value_error(impl):
     rope = impl(MODULE)
-    with pytest.raises(ValueError):
-        rope.rope_inv_freq(7)
+    for head_dim in (7, 0, -2):  # odd, or not a dimension at all
+        with pytest.raises(ValueError):
+            rope.rope_inv_freq(head_dim)
     with pytest.raises(ValueError):
         rope.rope_inv_freq(8, scaling={"type": "no-such-scaling", "factor": 2.0})
     cos, sin = torch.ones(3, 2), torch.zeros(3, 2)

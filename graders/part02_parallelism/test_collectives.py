@@ -221,6 +221,14 @@ def test_bus_bandwidth_rejects_unknown_collectives_and_zero_time(impl):
         impl(MODULE).bus_bandwidth("allreduce_ring", 1024, 1.0, 2)
     with pytest.raises(ValueError):
         impl(MODULE).bus_bandwidth("all_reduce", 1024, 0.0, 2)
+    with pytest.raises(ValueError):
+        impl(MODULE).bus_bandwidth("all_reduce", -1, 1.0, 2)
+
+
+def test_bus_bandwidth_of_an_empty_buffer_is_zero(impl):
+    got = impl(MODULE).bus_bandwidth("all_reduce", 0, 1e-3, 4)
+    assert_close(torch.tensor([float(v) for v in got]), torch.zeros(2), name=("(algbw, busbw) of 0 bytes",
+                                                                              "0 字节的 (algbw, busbw)"))
 
 
 @given(numel=st.integers(0, 60), n=st.integers(1, 6))

@@ -7,7 +7,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from infralab.i18n import tr
 from infralab.mistakes.part04_serving import run_machine
-from infralab.testing import Mismatch, assert_close, assert_equal, expect, randn
+from infralab.testing import Mismatch, assert_close, assert_equal, check_tensor, expect, randn
 
 MODULE = "part04_serving.paged_kv"
 HEADS, DIM = 2, 3
@@ -237,6 +237,19 @@ def test_free_returns_only_unshared_blocks(impl, gen):
     cache.free(1)
     free = cache.num_free_blocks()
     expect(free == 6, "check.value", what="num_free_blocks()", expected=6, got=free)
+
+
+def test_pools_of_another_dtype_store_the_cast_tokens(impl, gen):
+    cache = impl(MODULE).PagedKVCache(4, 2, HEADS, DIM, dtype=torch.bfloat16)
+    cache.add_sequence(0)
+    k, v = tokens(3, gen)  # float32, cast to the pools' bfloat16 when stored
+    cache.append(0, k, v)
+    got_k, got_v = cache.gather(0)
+    assert_close(got_k, k.to(torch.bfloat16), name=("K of a bfloat16 cache", "bfloat16 缓存中的 K"))
+    assert_close(got_v, v.to(torch.bfloat16), name=("V of a bfloat16 cache", "bfloat16 缓存中的 V"))
+    pool_k, pool_v = cache.kv_pools()
+    check_tensor(pool_k, shape=(4, 2, HEADS, DIM), dtype=torch.bfloat16, name=("K pool", "K 池"))
+    check_tensor(pool_v, shape=(4, 2, HEADS, DIM), dtype=torch.bfloat16, name=("V pool", "V 池"))
 
 
 def test_errors_are_built_in_types(impl, gen):

@@ -34,10 +34,10 @@ MESSAGES = {
         "`{mutant}`：被标为等价，但隐藏测试能杀死它：请删除该条目",
     ),
     "mutate.progress": (
-        "{exercise}: {killed}/{tested} mutants killed, {survivors} survivors, {equivalent} equivalent, {unreached} "
-        "unreached, kill rate {rate} ({seconds} s)",
-        "{exercise}：杀死 {killed}/{tested} 个变异体，存活 {survivors} 个，等价 {equivalent} 个，未触及 {unreached} 个，"
-        "杀死率 {rate}（{seconds} 秒）",
+        "{exercise}: {killed}/{tested} mutants killed, {survivors} survivors, {equivalent} equivalent, {given} given, "
+        "{unreached} unreached, kill rate {rate} ({seconds} s)",
+        "{exercise}：杀死 {killed}/{tested} 个变异体，存活 {survivors} 个，等价 {equivalent} 个，给定代码 {given} 个，"
+        "未触及 {unreached} 个，杀死率 {rate}（{seconds} 秒）",
     ),
     "mutate.report_title": (
         "Mutation report: {exercise}",
@@ -70,6 +70,11 @@ MESSAGES = {
         "Reviewed equivalent mutants",
         "经审阅的等价变异体",
     ),
+    "mutate.report_given": (
+        "Given: the stub gives this code verbatim (a default, a field, a constant, a whole helper), so no student "
+        "writes it; left out of the kill rate",
+        "给定代码：骨架文件原样提供这段代码（默认值、字段、常量、完整的辅助函数），学生不会写它；不计入杀死率",
+    ),
     "mutate.report_unreached": (
         "Not reached: no hidden test runs this statement on this machine (a GPU-only branch under the CPU "
         "interpreter, say); left out of the kill rate",
@@ -82,10 +87,11 @@ MESSAGES = {
     "mutate.summary_intro": (
         "Written by `infralab validate --mutate`; one page per exercise lists every survivor with its diff. "
         "The kill rate leaves out reviewed equivalent mutants (fixtures/mutation/equivalent.yml) and mutants of "
-        "statements no hidden test runs on the machine that wrote the page (unreached: GPU-only branches).",
+        "statements no hidden test runs on the machine that wrote the page (unreached: GPU-only branches), and "
+        "mutants of code the exercise's stub gives verbatim (given: no student writes it).",
         "由 `infralab validate --mutate` 生成；每个练习一页，列出每个存活变异体及其差异。"
         "杀死率不计经审阅的等价变异体（fixtures/mutation/equivalent.yml），也不计在生成本页的机器上没有隐藏测试"
-        "执行的语句上的变异体（未触及：只在 GPU 上走的分支）。",
+        "执行的语句上的变异体（未触及：只在 GPU 上走的分支），也不计骨架文件原样提供的代码上的变异体（给定代码：学生不会写）。",
     ),
     "mutate.table_title": (
         "mutation testing · {course}",
