@@ -54,7 +54,7 @@ def absmax_quantize(w: torch.Tensor, bits: int = 8, granularity: str = "channel"
         w: ``(out, in)`` float tensor (fp32, fp16 or bf16).
         bits: 2..8; the grid is ``-qmax .. qmax`` with ``qmax = 2^(bits-1) - 1``.
         granularity: ``"tensor"``, ``"channel"`` (one scale per output row) or ``"group"``.
-        group_size: columns per group for ``"group"``; must divide ``in``.
+        group_size: columns per group for ``"group"``; must be positive (1 is allowed) and divide ``in``.
 
     Returns:
         ``(q, scale)``: ``q`` int8 ``(out, in)`` with ``q = clamp(round(w / s), -qmax, qmax)``;
@@ -63,10 +63,10 @@ def absmax_quantize(w: torch.Tensor, bits: int = 8, granularity: str = "channel"
 
     Raises:
         ValueError: ``w`` not 2-D, unknown ``granularity``, ``bits`` outside 2..8, or
-            ``in % group_size != 0`` for ``"group"``.
+            ``group_size <= 0`` or ``in % group_size != 0`` for ``"group"``.
 
     中文：对称量化，scale = 组内最大绝对值 / (2^(b−1)−1)；per-channel 是每个输出行一个 scale
-    （沿输入维求最大值）；全零组的 scale 取 1。
+    （沿输入维求最大值）；全零组的 scale 取 1；group_size 须为 in 的正因数（可以是 1）。
     """
     raise NotImplementedError("absmax_quantize")
 

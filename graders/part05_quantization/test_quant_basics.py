@@ -74,6 +74,32 @@ def test_absmax_all_zero_group_gets_unit_scale_and_zero_codes(impl):
     assert_equal(q, eq, name="codes")
 
 
+@pytest.mark.parametrize("bits,gs", [(2, 4), (8, 1), (2, 1)], ids=["2-bit", "groups-of-one", "2-bit-groups-of-one"])
+def test_smallest_bits_and_group_size_are_accepted(impl, gen, bits, gs):
+    """bits = 2 (grids -1..1 and 0..3) and group_size = 1 (one scale per element) are inside the allowed ranges."""
+    w = randn(3, 8, generator=gen, scale=0.1)
+    w[0, :4] = 0.0  # an all-zero group
+    m = impl(MODULE)
+    q, scale = m.absmax_quantize(w, bits=bits, granularity="group", group_size=gs)
+    eq, escale = reference_absmax(w, bits, "group", gs)
+    check_scale_shape(scale, escale.shape, w, "group")
+    assert_close(scale, escale, name=(f"group scales (bits={bits}, group_size={gs})",
+                                      f"分组 scales（bits={bits}，group_size={gs}）"),
+                 mistakes=scale_mistakes(w, bits, "group", gs))
+    assert_equal(q, eq, name=(f"int{bits} codes (group_size={gs})", f"int{bits} 编码（group_size={gs}）"),
+                 mistakes=absmax_mistakes(w, bits, "group", gs))
+    q, scale, zero = m.zeropoint_quantize(w, bits=bits, granularity="group", group_size=gs)
+    eq, escale, ezero = reference_zeropoint(w, bits, "group", gs)
+    check_scale_shape(scale, escale.shape, w, "group")
+    assert_close(scale, escale, name=(f"zero-point scales (bits={bits}, group_size={gs})",
+                                      f"零点量化的 scales（bits={bits}，group_size={gs}）"),
+                 mistakes=zeropoint_mistakes(w, bits, "group", gs, "scale"))
+    assert_equal(zero, ezero, name=("zero points (int32)", "零点（int32）"),
+                 mistakes=zeropoint_mistakes(w, bits, "group", gs, "zero"))
+    assert_equal(q, eq, name=(f"uint{bits} codes (group_size={gs})", f"uint{bits} 编码（group_size={gs}）"),
+                 mistakes=zeropoint_mistakes(w, bits, "group", gs, "q"))
+
+
 # ---- zero point -------------------------------------------------------------------------------
 
 @pytest.mark.weight(3)
@@ -201,9 +227,15 @@ def test_fp8_of_all_zeros_has_unit_scale(impl):
 @pytest.mark.parametrize("call", [
     dict(fn="absmax_quantize", w=(4, 8), kwargs=dict(granularity="row")),
     dict(fn="absmax_quantize", w=(4, 12), kwargs=dict(granularity="group", group_size=8)),
+    dict(fn="absmax_quantize", w=(4, 8), kwargs=dict(granularity="group", group_size=0)),
+    dict(fn="absmax_quantize", w=(4, 8), kwargs=dict(bits=1)),
+    dict(fn="absmax_quantize", w=(4, 8), kwargs=dict(bits=9)),
     dict(fn="zeropoint_quantize", w=(2, 4, 8), kwargs=dict()),
     dict(fn="zeropoint_quantize", w=(4, 8), kwargs=dict(granularity="block")),
-], ids=["unknown-granularity", "group-not-dividing", "3d-weight", "zp-unknown-granularity"])
+    dict(fn="zeropoint_quantize", w=(4, 8), kwargs=dict(bits=1)),
+    dict(fn="zeropoint_quantize", w=(4, 8), kwargs=dict(bits=9)),
+], ids=["unknown-granularity", "group-not-dividing", "group-size-zero", "bits-one", "bits-nine", "3d-weight",
+        "zp-unknown-granularity", "zp-bits-one", "zp-bits-nine"])
 def test_invalid_arguments_raise_value_error(impl, call):
     with pytest.raises(ValueError):
         getattr(impl(MODULE), call["fn"])(torch.ones(*call["w"]), **call["kwargs"])

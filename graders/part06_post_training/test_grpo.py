@@ -285,6 +285,16 @@ def test_empty_rows_contribute_zero_not_nan(impl):
                                                                                       "没有 token 时按 token 平均"))
 
 
+def test_constant_mode_accepts_max_len_one(impl, gen):
+    """max_len = 1 is allowed (>= 1): completions of at most one token, divided by B * 1."""
+    loss = randn(4, 1, generator=gen) + 1.0
+    mask = torch.tensor([[1], [0], [1], [1]])
+    got = impl(MODULE).aggregate_loss(loss, mask, "constant", max_len=1)
+    assert_close(got, reference_aggregate(loss, mask, "constant", 1), name=("aggregated loss (constant, max_len=1)",
+                                                                           "聚合后的损失（constant，max_len=1）"),
+                 mistakes=aggregate_mistakes(loss, mask, 1))
+
+
 @pytest.mark.parametrize("kwargs", [dict(mode="mean"), dict(mode="constant"), dict(mode="constant", max_len=0)],
                          ids=["unknown-mode", "constant-without-max-len", "constant-max-len-zero"])
 def test_bad_aggregation_raises_value_error(impl, kwargs):

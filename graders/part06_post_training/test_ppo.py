@@ -161,6 +161,22 @@ def test_whiten_over_masked_elements(impl, N, T, seed):
             lambda: (x - x[mask].mean()) / (x[mask].std() + 1e-8)})
 
 
+def test_whiten_adds_eps_to_the_std(impl, gen):
+    """A large eps shows where it goes: (x - mean) / (std + eps)."""
+    x = randn(3, 8, generator=gen, scale=0.5) + 1.0
+    mask = torch.rand(3, 8, generator=gen) < 0.7
+    mask[0, :2] = True
+    vals = x[mask].double()
+    eps = 0.25
+    expected = torch.where(mask, (x.double() - vals.mean()) / (vals.std() + eps), torch.zeros_like(vals.mean()))
+    centred = torch.where(mask, x - x[mask].mean(), torch.zeros_like(x))
+    got = impl(MODULE).whiten(x, mask, eps=eps)
+    assert_close(got, expected.float(), name=("whitened values with eps = 0.25", "eps = 0.25 时白化后的值"), mistakes={
+        ("eps added to the variance (sqrt(var + eps)) instead of to the std",
+         "eps 加在方差上（sqrt(var + eps)），而不是 std 上"): lambda: centred / (x[mask].var() + eps).sqrt(),
+        ("eps ignored", "忽略了 eps"): lambda: centred / (x[mask].std() + 1e-8)})
+
+
 # ---- losses ------------------------------------------------------------------------------------
 
 def reference_value_loss(values, old, returns, c):
@@ -275,6 +291,22 @@ def test_ppo_loss_combines_the_three_token_means(impl, N, T, seed):
     assert_close(total, (pg + 0.5 * vf - 0.05 * em).float(), name=("total PPO loss", "PPO 总损失"), mistakes={
         ("entropy bonus added instead of subtracted", "熵奖励被加上而不是减去"): lambda: (pg + 0.5 * vf + 0.05 * em).float(),
         ("value loss not weighted by vf_coef", "价值损失没有乘以 vf_coef"): lambda: (pg + vf - 0.05 * em).float()})
+
+
+def test_ppo_loss_of_an_empty_mask_is_zero_not_nan(impl, gen):
+    """No real token: every token mean is 0 (the count is clamped to at least 1), not 0 / 0."""
+    old = -randn(2, 5, generator=gen).abs()
+    args = (old + 0.1, old, randn(2, 5, generator=gen), randn(2, 5, generator=gen), randn(2, 5, generator=gen),
+            randn(2, 5, generator=gen), randn(2, 5, generator=gen).abs())
+    got = impl(MODULE).ppo_loss(*args, torch.zeros(2, 5, dtype=torch.long))
+    expect(isinstance(got, tuple) and len(got) == 4, "check.not_a_tuple", name="ppo_loss", count=4,
+           fields="total, policy_loss, value_loss, entropy", got=type(got).__name__)
+    names = [("total PPO loss with an all-zero mask", "掩码全为 0 时的 PPO 总损失"),
+             ("policy loss with an all-zero mask", "掩码全为 0 时的策略损失"),
+             ("value loss with an all-zero mask", "掩码全为 0 时的价值损失"),
+             ("mean entropy with an all-zero mask", "掩码全为 0 时的平均熵")]
+    for value, name in zip(got, names):
+        assert_close(value, torch.tensor(0.0), name=name)
 
 
 def test_defaults_are_the_documented_ones(impl, gen):

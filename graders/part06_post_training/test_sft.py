@@ -68,6 +68,22 @@ def test_assistant_labels_keep_only_assistant_tokens(impl, B, T, as_int, seed):
     expect(torch.equal(ids, before), "check.modified_input", name="assistant_labels")
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8])
+def test_assistant_labels_of_narrower_integer_ids_are_long(impl, gen, dtype):
+    """Ids of any integer dtype (uint8 for a byte-level vocabulary): labels are long, -100 included."""
+    ids = torch.randint(0, VOCAB, (2, 9), generator=gen, dtype=dtype)
+    mask = torch.rand(2, 9, generator=gen) > 0.5
+    mask[:, 0], mask[:, -1] = False, True
+    expected = torch.where(mask, ids.long(), torch.full((2, 9), IGNORE))
+    mistakes = label_mistakes(ids, mask)
+    mistakes[("-100 written in the ids' dtype first (uint8 wraps it to 156)",
+              "-100 先按 ids 的 dtype 写入（uint8 会把它回绕成 156）")] = \
+        lambda: torch.where(mask, ids, torch.full_like(ids, IGNORE)).long()
+    got = impl(MODULE).assistant_labels(ids, mask)
+    assert_equal(got, expected, name=(f"assistant labels of {dtype} ids", f"{dtype} ids 的 assistant labels"),
+                 mistakes=mistakes)
+
+
 def test_assistant_labels_shape_mismatch_raises(impl):
     with pytest.raises(ValueError):
         impl(MODULE).assistant_labels(torch.zeros(5, dtype=torch.long), torch.ones(4, dtype=torch.bool))
