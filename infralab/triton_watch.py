@@ -284,6 +284,20 @@ def _check_bounds(op: str, ptrs, mask) -> None:
         raise IndexError(tr("part03.out_of_bounds", op=op, bad=bad, lanes=addr.size))
 
 
+def _undefined_lanes(ptrs):
+    """What a masked float load without ``other=`` gives its masked-off lanes under a watch: NaN. On a
+    GPU those lanes are undefined (whatever the registers held); the interpreter would give 0, so a
+    kernel that sums or multiplies them (``tl.load(..., mask=m)`` in a reduction, no ``other=0.0``)
+    passed on the CPU and was wrong on the GPU. Integer loads keep the interpreter's 0. None: as is."""
+    import numpy as np
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    dtype_np = _get_np_dtype(ptrs.get_element_ty())
+    if dtype_np.kind != "f":
+        return None
+    return TensorHandle(np.full(np.shape(ptrs.data), np.nan, dtype=dtype_np), ptrs.get_element_ty())
+
+
 def _install_interpreter() -> None:
     """Wrap the interpreter's launch entry, argument copy and memory ops (once per process)."""
     if _INSTALLED["interpreter"]:
@@ -323,6 +337,8 @@ def _install_interpreter() -> None:
 
         def checked_load(self, ptrs, mask, other, *rest):
             _check_bounds("load", ptrs, mask)
+            if other is None and _ACTIVE:
+                other = _undefined_lanes(ptrs)
             return load(self, ptrs, mask, other, *rest)
 
         def checked_store(self, ptrs, value, mask, *rest):

@@ -92,3 +92,27 @@ def test_an_interpreter_that_will_fail_is_named_before_the_run(monkeypatch):
     assert "numpy<2.3" in interpreter_version_problem()
     versions["numpy"] = "2.2.6"
     assert interpreter_version_problem() is None
+
+
+@triton.jit
+def _row_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, OTHER_ZERO: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    if OTHER_ZERO:
+        x = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
+    else:
+        x = tl.load(x_ptr + offsets, mask=offsets < n)  # masked lanes undefined on a GPU
+    tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+def _row_sum(x, other_zero):
+    out = torch.zeros(1)  # not empty: a NaN result over the NaN-filled allocation would change no byte
+    _row_sum_kernel[(1,)](x, out, x.numel(), BLOCK=128, OTHER_ZERO=other_zero)
+    return out
+
+
+def test_masked_lanes_of_a_float_load_without_other_are_nan_under_the_watch():
+    """The interpreter fills them with 0, a GPU leaves them undefined: a reduction over them that passed
+    on the CPU was wrong on the GPU. Under the watch they read NaN, so the CPU tests see the mistake."""
+    x = torch.randn(100)
+    assert torch.allclose(guarded(_row_sum, (), "sum", triton=True)(x, True), x.sum().reshape(1), atol=1e-5)
+    assert torch.isnan(guarded(_row_sum, (), "sum", triton=True)(x, False)).all()
