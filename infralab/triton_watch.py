@@ -7,7 +7,7 @@ Used by :mod:`infralab.guards` for exercises flagged ``triton: true`` in course.
         result = fn(*args)
     watch.launches  # each launch: the kernel's name, the file it is defined in, the storages it wrote
 
-Three things happen inside ``watching()``:
+What happens inside ``watching()``:
 
 - every kernel launch is recorded, compiled (``JITFunction.run``) and interpreted
   (``InterpretedFunction.run``, ``TRITON_INTERPRET=1``) alike: the kernel's name, the file its
@@ -16,11 +16,13 @@ Three things happen inside ``watching()``:
   the evidence that a returned tensor is a kernel's output and not torch's (a launch that
   Triton's autotuner times while it benchmarks a config is recorded without the comparison,
   which would otherwise be what the autotuner times; the launch with the chosen config is then
-  compared with the bytes as they were when the autotuner was called, since the benchmarks have
-  already written the same output: see ``_watched_run``);
+  compared with the bytes as they were before the autotuner's first benchmark, since the benchmarks
+  have already written the same output: see ``_watched_run``);
 - under the interpreter, a masked load or store whose active lanes point outside every tensor
   argument of the kernel raises ``IndexError`` instead of reading or corrupting the host heap
-  (a missing mask would otherwise crash the whole pytest process with "corrupted size");
+  (a missing mask would otherwise crash the whole pytest process with "corrupted size"), and the
+  masked-off lanes of a float load without ``other=`` read NaN, as undefined as they are on a GPU
+  (:func:`_undefined_lanes`);
 - every compiled launch through Triton's launcher (``CompiledKernel.run``: what ``kernel[grid](...)``
   and a compiled kernel's own ``[grid]`` both call) records the kernel and the CUDA stream it
   went to (``Watch.streams``): the timed calls of a performance challenge must stay on the stream
@@ -103,10 +105,11 @@ def autotuning() -> bool:
 
 @dataclass
 class _TunerCall:
-    """One ``Autotuner.run`` in progress: its arguments' bytes at the call, and whether it has benchmarked."""
+    """One ``Autotuner.run`` in progress: its tensor arguments, and their bytes as they were before its
+    first benchmark (None while it has not benchmarked: a cached config)."""
 
-    at_call: dict
-    benchmarked: bool = False
+    tensors: dict
+    at_call: dict | None = None
 
 
 def _tuner_calls() -> list[_TunerCall]:
@@ -147,7 +150,7 @@ def _watched_run(run):
         with quiet_modes():
             tensors = _argument_tensors(args, kwargs) if compare else {}
         tuner = _tuner_calls()  # the outermost autotuner's call, before any of its benchmarks, if it benchmarked
-        at_call = tuner[0].at_call if tuner and any(t.benchmarked for t in tuner) else {}
+        at_call = next((t.at_call for t in tuner if t.at_call is not None), {})
         before = {**_snapshot({k: t for k, t in tensors.items() if k not in at_call}),
                   **{k: b for k, b in at_call.items() if k in tensors}}
         try:
@@ -180,8 +183,9 @@ def _install_compiled() -> None:
 def _install_autotune_hooks() -> None:
     """Mark the autotuner's benchmark of each config (``Autotuner._bench``), so that the launches it
     times are not slowed by the watch's byte comparison, and keep the argument bytes as they were
-    when the autotuner was called (``Autotuner.run``, before its benchmarks) for the comparison of
-    the launch that follows them (see :func:`_watched_run`)."""
+    before the first benchmark of an ``Autotuner.run`` (copied once, when that benchmark starts: a
+    call with a cached config copies nothing here) for the comparison of the launch that follows the
+    benchmarks (see :func:`_watched_run`)."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
@@ -189,8 +193,9 @@ def _install_autotune_hooks() -> None:
     bench = getattr(Autotuner, "_bench", None)
     if bench is not None and getattr(bench, "__wrapped__", None) is None:
         def marked_bench(self, *args, **kwargs):
-            for call in _tuner_calls():
-                call.benchmarked = True
+            for call in _tuner_calls():  # before the first benchmark's launch, outside its timed region
+                if call.at_call is None:
+                    call.at_call = _snapshot(call.tensors)
             _AUTOTUNING.depth = getattr(_AUTOTUNING, "depth", 0) + 1
             try:
                 return bench(self, *args, **kwargs)
@@ -206,8 +211,7 @@ def _install_autotune_hooks() -> None:
                 return tuner_run(self, *args, **kwargs)
             stack = _tuner_calls()
             with quiet_modes():
-                tensors = _argument_tensors(args, kwargs)
-            stack.append(_TunerCall(_snapshot(tensors)))
+                stack.append(_TunerCall(_argument_tensors(args, kwargs)))
             try:
                 return tuner_run(self, *args, **kwargs)
             finally:
@@ -288,14 +292,21 @@ def _undefined_lanes(ptrs):
     """What a masked float load without ``other=`` gives its masked-off lanes under a watch: NaN. On a
     GPU those lanes are undefined (whatever the registers held); the interpreter would give 0, so a
     kernel that sums or multiplies them (``tl.load(..., mask=m)`` in a reduction, no ``other=0.0``)
-    passed on the CPU and was wrong on the GPU. Integer loads keep the interpreter's 0. None: as is."""
+    passed on the CPU and was wrong on the GPU. bfloat16 gets its NaN bits (0x7FC0); integer (and fp8)
+    loads keep the interpreter's 0. None: as is."""
     import numpy as np
+    import triton.language as tl
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
-    dtype_np = _get_np_dtype(ptrs.get_element_ty())
-    if dtype_np.kind != "f":
+    element = ptrs.get_element_ty()
+    dtype_np = _get_np_dtype(element)
+    if dtype_np.kind == "f":
+        nan = np.nan
+    elif element == tl.bfloat16:  # the interpreter holds bfloat16 as its uint16 bits
+        nan = 0x7FC0
+    else:
         return None
-    return TensorHandle(np.full(np.shape(ptrs.data), np.nan, dtype=dtype_np), ptrs.get_element_ty())
+    return TensorHandle(np.full(np.shape(ptrs.data), nan, dtype=dtype_np), element)
 
 
 def _install_interpreter() -> None:

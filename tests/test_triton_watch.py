@@ -116,3 +116,22 @@ def test_masked_lanes_of_a_float_load_without_other_are_nan_under_the_watch():
     x = torch.randn(100)
     assert torch.allclose(guarded(_row_sum, (), "sum", triton=True)(x, True), x.sum().reshape(1), atol=1e-5)
     assert torch.isnan(guarded(_row_sum, (), "sum", triton=True)(x, False)).all()
+
+
+@triton.jit
+def _widen_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n).to(tl.float32))  # every lane
+
+
+def _widen(x):
+    out = torch.zeros(8)
+    _widen_kernel[(1,)](x, out, x.numel(), BLOCK=8)
+    return out
+
+
+def test_masked_lanes_of_a_bfloat16_load_without_other_are_nan_too():
+    """The interpreter holds bfloat16 as its 16 bits: the lanes get bfloat16's NaN bits."""
+    x = torch.randn(5).to(torch.bfloat16)
+    got = guarded(_widen, (), "widen", triton=True)(x)
+    assert torch.equal(got[:5], x.float()) and torch.isnan(got[5:]).all()
