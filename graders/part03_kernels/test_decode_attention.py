@@ -116,6 +116,20 @@ def test_decode_attention_fp16(impl, gen):
     check(impl, q, k, v, lens, 2)
 
 
+@pytest.mark.weight(2)
+def test_decode_attention_caches_whose_last_dim_is_strided(impl, gen):
+    """Head dim 64 and caches that are views with a strided last dim: K from a (B, Hkv, D, S) buffer, V from a
+    (B, S, D, Hkv) one. The kernel reads the last dim as contiguous, so such a cache must be copied first; a
+    check of another stride (stride(-2) or stride(1) == 1, true of one of these views) passed every other
+    hidden test (mutation run of 2026-12-07)."""
+    q, k, v, lens = make_inputs(gen, 2, 4, 2, 24, 64, [24, 9])
+    k_view = k.transpose(-1, -2).contiguous().transpose(-1, -2)
+    v_view = v.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    assert k_view.stride(-2) == 1 and v_view.stride(1) == 1  # setup check: the two layouts
+    assert torch.equal(k_view, k) and torch.equal(v_view, v)
+    check(impl, q, k_view, v_view, lens, 2)
+
+
 @pytest.mark.parametrize("differs", ["batch", "head_dim"])
 def test_decode_attention_rejects_a_cache_that_does_not_fit_q(impl, gen, differs):
     """The docstring's ValueError for each mismatch alone: a cache of another batch size, or of another head
