@@ -7,7 +7,7 @@ import torch
 
 from infralab.perf.checked import CheckedCandidate, own_kernel_names, tampered, torch_compile_use
 from infralab.perf.harness import SamplingPolicy, sample_interleaved
-from infralab.perf.kernel_audit import Kernel, audit, family, kernels_from_trace
+from infralab.perf.kernel_audit import Kernel, audit, audit_baseline, family, kernels_from_trace
 from infralab.perf.run import run_challenge
 from tests.test_perf_harness import H200, SMALL, Fake, SoftmaxModule, spec
 
@@ -50,6 +50,14 @@ def test_a_batch_without_any_own_kernel_rejects_and_lists_what_ran():
 def test_a_kernel_on_another_stream_than_the_marker_rejects_as_a_side_stream():
     reason = audit([MARKER, Kernel("add_kernel", 13)], OWN, ["add_kernel"])
     assert reason and "side stream" in reason and "13" in reason
+
+
+def test_a_baseline_batch_with_work_on_another_stream_names_it():
+    copy = Kernel("Memcpy DtoD (Device -> Device)", 13, "gpu_memcpy")
+    reason = audit_baseline([MARKER, NVJET, copy])
+    assert reason and "baseline" in reason and "Memcpy DtoD" in reason and "stream 13" in reason
+    assert audit_baseline([MARKER, NVJET, Kernel("Memcpy DtoD (Device -> Device)", 7, "gpu_memcpy")]) is None
+    assert audit_baseline([NVJET, copy]) is None  # no marker: no timed stream to compare with
 
 
 def test_a_library_kernel_named_like_an_own_kernel_is_caught_by_the_launch_count():
@@ -111,11 +119,11 @@ def test_the_profiled_batch_is_left_out_of_the_statistics_and_runs_even_if_sampl
     calls = {"candidate": 1, "baseline": 1}
     runners = {"candidate": lambda i: None, "baseline": lambda i: None}
     res = sample_interleaved(runners, Fake([1e-3]), SamplingPolicy(min_samples=4, max_samples=4), calls,
-                             aside=("candidate", 2, lambda r, n, start: seen.append(start)))
+                             asides=[("candidate", 2, lambda r, n, start: seen.append(start))])
     assert seen == [2] and len(res.timings["candidate"].samples) == 3 and len(res.timings["baseline"].samples) == 4
     seen.clear()
     sample_interleaved(runners, Fake([1e-3]), SamplingPolicy(min_samples=4, max_samples=4), calls,
-                       aside=("candidate", 50, lambda r, n, start: seen.append(start)))
+                       asides=[("candidate", 50, lambda r, n, start: seen.append(start))])
     assert seen == [4]  # after the last round
 
 
@@ -139,9 +147,33 @@ def test_each_round_profiles_one_batch_and_an_own_kernel_batch_is_accepted():
         return [MARKER, Kernel("softmax_kernel", 7)], ["softmax_kernel"]
 
     e = _run(_candidate(SoftmaxModule), profiler)
-    assert e["correct"] and len(batches) == 2
-    assert [b["problem"] for b in e["evidence"]["profiled_batches"]] == [None, None]
+    assert e["correct"] and len(batches) == 4  # one candidate and one baseline batch per round
+    profiled = e["evidence"]["profiled_batches"]
+    assert [b["problem"] for b in profiled] == [None] * 4
+    assert sorted(b.get("runner", "candidate") for b in profiled) == ["baseline", "baseline", "candidate", "candidate"]
     assert any("CUDA profiler" in p for p in e["protections"])
+
+
+def test_work_left_running_during_the_baseline_batch_rejects_the_candidate():
+    """busy_thread's trick in-process: while the candidate is idle, its thread copies on a stream of its
+    own, slowing the judge's baseline. The profiled baseline batch sees the copy on another stream."""
+    class Counted:
+        calls = 0
+
+        @classmethod
+        def softmax(cls, x):
+            cls.calls += 1
+            return SoftmaxModule.softmax(x)
+
+    def profiler(run):
+        before = Counted.calls
+        run()
+        if Counted.calls > before:  # the candidate's batch
+            return [MARKER, Kernel("softmax_kernel", 7)], ["softmax_kernel"]
+        return [MARKER, Kernel("Memcpy DtoD (Device -> Device)", 13, "gpu_memcpy")], []
+
+    e = _run(_candidate(Counted), profiler)
+    assert e["decision"] == "reject" and "profiled baseline batch" in e["reason"] and "stream 13" in e["reason"]
 
 
 def test_the_autotuners_choices_go_into_the_entrys_evidence(monkeypatch):

@@ -10,6 +10,17 @@ MESSAGES = {
         "escapes the timer",
         "内核 {kernel} 运行在流 {stream} 上，而不是计时流 {timed}：放在旁路流上的工作逃过了计时",
     ),
+    "perf.audit_baseline_side_stream": (
+        "while the judge timed its baseline, {kernel} ran on stream {stream}, not on the timed stream {timed}: "
+        "work the submission left running between its calls (a thread?) slows the baseline and lifts the "
+        "candidate's ratio",
+        "评测方计时基线时，{kernel} 运行在流 {stream} 上，而不是计时流 {timed}：提交代码在两次调用之间留下的工作"
+        "（线程？）拖慢了基线，抬高了候选实现的比值",
+    ),
+    "perf.profiled_baseline_rejected": (
+        "profiled baseline batch (round {round}): {problem}",
+        "抽查的基线批次（第 {round} 轮）：{problem}",
+    ),
     "perf.audit_foreign_kernel": (
         "the profiled timed batch ran {kernel}, a {family} kernel: a Triton exercise computes in its own "
         "@triton.jit kernels (torch may only allocate, copy and fill)",

@@ -663,7 +663,7 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
     cand.breakdowns.clear()
     for rnd in range(2):
         use_sets(n_sets)
-        aside = None
+        asides = []
         if profile_batches:
             def profiled(runner, calls_in_batch, start, rnd=rnd) -> None:
                 answer = bench.run(calls_in_batch, start, [], profile=True)
@@ -676,8 +676,8 @@ def _sampled(bench, entry, wl, challenge, shape, profile, opts, dtype, device, c
                     entry["evidence"] = {**entry["evidence"], "autotuned": tuned}
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
-            aside = ("candidate", rng.randrange(max(half.min_samples, 1)), profiled)
-        res = sample_interleaved(runners, timer, half, calls, clock=clock, aside=aside)
+            asides.append(("candidate", rng.randrange(max(half.min_samples, 1)), profiled))
+        res = sample_interleaved(runners, timer, half, calls, clock=clock, asides=asides)
         for k in timings:
             timings[k] += res.timings[k].samples
         stopped.append(res.stopped)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -123,29 +123,31 @@ Aside = tuple[str, int, Callable[[Runner, int, int], None]]  # (runner, round, f
 
 def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: SamplingPolicy,
                        calls: dict[str, int], clock: Callable[[], float] = time.monotonic,
-                       aside: Aside | None = None) -> SamplingResult:
+                       asides: Sequence[Aside] = ()) -> SamplingResult:
     """Round-robin over the runners (the order rotates each round), one sample each per round.
 
     A runner with a ``refresh(calls, start)`` method gets it before each of its batches (untimed):
     the candidate's inputs are rewritten from new seeds, so no call sees inputs seen before.
     Stops when every runner has >= min_samples and a standard error under rel_se of its median,
     or at max_samples, or when the time cap is reached (after at least min_samples if the cap allows).
-    ``aside = (name, round, fn)``: in that round, runner ``name``'s batch goes to ``fn(runner, calls,
-    start)`` instead of the timer (the profiled batch) and is left out of the statistics; the round
-    then counts one sample less for that runner.
+    Each of ``asides``, ``(name, round, fn)``: in that round, runner ``name``'s batch goes to
+    ``fn(runner, calls, start)`` instead of the timer (a profiled batch) and is left out of the
+    statistics; the round then counts one sample less for that runner. An aside whose round never came
+    (sampling stopped first) runs after the last round.
     """
     names = list(runners)
     out = {n: Timing([], calls[n]) for n in names}
     t0 = clock()
     rounds = 0
-    pending = aside
+    pending = list(asides)
     while True:
         order = names[rounds % len(names):] + names[: rounds % len(names)]
         for n in order:
             refresh_inputs(runners[n], calls[n], rounds * calls[n])
-            if pending is not None and pending[0] == n and pending[1] == rounds:
-                pending[2](runners[n], calls[n], rounds * calls[n])
-                pending = None
+            due = next((a for a in pending if a[0] == n and a[1] == rounds), None)
+            if due is not None:
+                due[2](runners[n], calls[n], rounds * calls[n])
+                pending.remove(due)
                 continue
             out[n].samples.append(timer.time_batch(runners[n], calls[n], rounds * calls[n]))
         rounds += 1
@@ -159,9 +161,9 @@ def sample_interleaved(runners: dict[str, Runner], timer: Timer, policy: Samplin
             if rounds < policy.min_samples:
                 res.notes.append(f"only {rounds} samples in the {policy.time_cap_s:g} s cap")
         if res is not None:
-            if pending is not None:  # stopped before the chosen round: the aside batch runs now
-                refresh_inputs(runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
-                pending[2](runners[pending[0]], calls[pending[0]], rounds * calls[pending[0]])
+            for name, _, fn in pending:  # stopped before the chosen round: the aside batch runs now
+                refresh_inputs(runners[name], calls[name], rounds * calls[name])
+                fn(runners[name], calls[name], rounds * calls[name])
             return res
 
 

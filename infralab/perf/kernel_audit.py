@@ -8,6 +8,9 @@ its name in the reason. A name alone proves little (a student may call a ``@trit
 same batch (the launch hook counts them), and every kernel must run on the timed stream (a marker
 kernel the harness enqueues first tells which stream that is).
 
+In-process, one baseline batch per round is profiled too (:func:`audit_baseline`): nothing may run on
+another stream while the judge times its baseline.
+
 Everything but :func:`profile_batch` is pure logic over recorded kernel lists: the kit's tests
 feed it recorded traces on a CPU.
 """
@@ -125,6 +128,23 @@ def audit(kernels: Iterable[Kernel], own_kernels: frozenset[str], launched: Iter
     for name, count in seen.items():
         if count > hook[name]:
             return tr("perf.audit_not_via_triton", kernel=name, count=count, launched=hook[name])
+    return None
+
+
+def audit_baseline(kernels: Iterable[Kernel]) -> str | None:
+    """None when every device activity of a profiled *baseline* batch ran on the timed stream; else the
+    first that did not, named. In-process, only the judge and the submission run in the process, and
+    the judge's baseline launches on one stream: work on another stream during the baseline's batch
+    is the submission's, left running between its own calls (a thread that keeps the device busy
+    while the candidate is idle slows the baseline and lifts the candidate's ratio). CUPTI sees the
+    activity of this process only; another process's work is the caged route's canary's to catch."""
+    kernels = list(kernels)
+    marker = next((k for k in kernels if _base_name(k.name) == MARKER_KERNEL), None)
+    if marker is None or marker.stream is None:
+        return None
+    for k in kernels:
+        if k is not marker and k.stream is not None and k.stream != marker.stream:
+            return tr("perf.audit_baseline_side_stream", kernel=k.name, stream=k.stream, timed=marker.stream)
     return None
 
 

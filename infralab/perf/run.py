@@ -21,7 +21,7 @@ from typing import Any
 from infralab.i18n import tr
 from infralab.perf import decision
 from infralab.perf.checked import CheckedCandidate, autotuned_configs, tampered
-from infralab.perf.kernel_audit import audit
+from infralab.perf.kernel_audit import audit, audit_baseline
 from infralab.perf.harness import (GraphBatch, SamplingPolicy, Timer, Timing, calls_per_sample,
                                    graph_calls_per_sample, sample_interleaved, wall_mismatch, warm_up)
 from infralab.perf.profiles import Profile
@@ -328,7 +328,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 calls = {k: min(v, eager_calls[k]) for k, v in calls.items()}
                 cand.last.clear()
                 _sync(device)
-        aside = None
+        asides = []
         if checked is not None and checked.triton:
             def profiled(runner, n, start, rnd=rnd) -> None:
                 kernels, launched = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
@@ -336,8 +336,17 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
                 if found:
                     raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
-            aside = ("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled)
-        res = sample_interleaved(runners, timer, half, calls, aside=aside)
+            asides.append(("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled))
+        if device == "cuda" or profiler is not None:
+            def profiled_baseline(runner, n, start, rnd=rnd) -> None:
+                kernels, _ = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
+                found = audit_baseline(kernels)
+                audits.append({"round": rnd, "runner": "baseline", "kernels": sorted({k.name[:160] for k in kernels}),
+                               "problem": found})
+                if found:
+                    raise Rejected(tr("perf.profiled_baseline_rejected", round=rnd + 1, problem=found))
+            asides.append(("baseline", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled_baseline))
+        res = sample_interleaved(runners, timer, half, calls, asides=asides)
         tamper = _tamper_problem()
         if tamper:
             raise Rejected(tamper)
