@@ -17,6 +17,8 @@
 #                                               # and wrong_when_timed; infralab bench of w4a16 (#16); the decode
 #                                               # footprint probe (benchmarks/probe_footprint.py); until END
 #                                               # (default 570)
+#   bash benchmarks/device_session14.sh first   # `tests` until END - 170 (END default 560), then busy_thread
+#                                               # through pytest -m gpu (the profiled baseline batch's check)
 #   bash benchmarks/device_session14.sh tests   # every GPU-marked test of graders/ and tests/ on the reference
 #                                               # solutions (--perf-time-cap 1; about 190 s on an H100), the
 #                                               # whole output in logs.tgz: gpu-tests.txt. Run it first: it is
@@ -56,6 +58,14 @@ case "${1:-refs}" in
     FLASH_S=${FLASH_S:-175} refs_steps ;;
   refs)
     refs_steps ;;
+  first)  # tests (until END - 170), then busy_thread through pytest -m gpu (both shapes, at most 150 s): the
+          # check of the profiled baseline batch, added 2026-12-07 after busy_thread's small shape passed in-process
+    stamp "pytest -m gpu: graders and tests on the reference solutions"
+    timeout $(left $(( ${END:-560} - 170 ))) python3 -m pytest $PLUGIN -m gpu -q -p no:cacheprovider graders tests \
+      --target solutions --perf-time-cap 1 --timeout 200 -rfE > "$LOGS/gpu-tests.txt" 2>&1
+    grep -E "^E   |^FAILED|^ERROR|passed|failed" "$LOGS/gpu-tests.txt" | cut -c1-400 | tail -60
+    stamp "pytest -m gpu: busy_thread"
+    pytest_sample fixtures/submissions_gpu/busy_thread_vector_add/ 150 ${END:-560} ;;
   tests)
     stamp "pytest -m gpu: graders and tests on the reference solutions"
     timeout $(left ${END:-560}) python3 -m pytest $PLUGIN -m gpu -q -p no:cacheprovider graders tests \
