@@ -2,10 +2,13 @@
 kernel lists, the source checks, the timer snapshot, and run_challenge with a fake profiler."""
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 import torch
 
-from infralab.perf.checked import CheckedCandidate, own_kernel_names, tampered, torch_compile_use
+from infralab.perf.checked import CheckedCandidate, own_kernel_names, submission_threads, tampered, torch_compile_use
 from infralab.perf.harness import SamplingPolicy, sample_interleaved
 from infralab.perf.kernel_audit import Kernel, audit, audit_baseline, family, kernels_from_trace
 from infralab.perf.run import run_challenge
@@ -174,6 +177,36 @@ def test_work_left_running_during_the_baseline_batch_rejects_the_candidate():
 
     e = _run(_candidate(Counted), profiler)
     assert e["decision"] == "reject" and "profiled baseline batch" in e["reason"] and "stream 13" in e["reason"]
+
+
+def _spin(stop):
+    while not stop.is_set():
+        time.sleep(0.001)
+
+
+def test_a_thread_the_submission_leaves_running_rejects_it_named():
+    """busy_thread's trick seen from the host: a thread started by the submission's call runs its code
+    while the judge measures. Found by the thread's frames (here: this file stands for the submission's)."""
+    stop = threading.Event()
+
+    class Threaded:
+        @staticmethod
+        def softmax(x):
+            if not any(t.name == "keep-busy" for t in threading.enumerate()):
+                threading.Thread(target=_spin, args=(stop,), name="keep-busy", daemon=True).start()
+            return SoftmaxModule.softmax(x)
+
+    try:
+        cand = CheckedCandidate(gate=Threaded, timed=Threaded, triton=False, own_kernels=frozenset(), files=[__file__])
+        e = _run(cand, None)
+        assert e["decision"] == "reject" and "keep-busy (_spin, test_perf_checks.py:" in e["reason"]
+        assert submission_threads([__file__]) and not submission_threads([])
+    finally:
+        stop.set()
+    for t in threading.enumerate():
+        if t.name == "keep-busy":
+            t.join(5)
+    assert submission_threads([__file__]) == []  # a thread that ended is no longer found
 
 
 def test_the_autotuners_choices_go_into_the_entrys_evidence(monkeypatch):

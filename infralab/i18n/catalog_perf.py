@@ -17,6 +17,12 @@ MESSAGES = {
         "评测方计时基线时，{kernel} 运行在流 {stream} 上，而不是计时流 {timed}：提交代码在两次调用之间留下的工作"
         "（线程？）拖慢了基线，抬高了候选实现的比值",
     ),
+    "perf.submission_thread": (
+        "the submission left code running in a thread while the judge measured: {threads}; a call must "
+        "return its outputs, and work left running between calls can slow the judge's baseline",
+        "评测方测量时，提交代码仍在线程中运行：{threads}；一次调用应返回其输出，在调用之间继续运行的工作"
+        "可能拖慢评测方的基线",
+    ),
     "perf.profiled_baseline_rejected": (
         "profiled baseline batch (round {round}): {problem}",
         "抽查的基线批次（第 {round} 轮）：{problem}",

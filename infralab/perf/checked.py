@@ -28,6 +28,7 @@ import ast
 import contextlib
 import functools
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -167,6 +168,43 @@ def autotuned_configs(files: Iterable[str]) -> dict[str, dict[str, str]]:
             tuner = _autotuner(obj)
             if tuner is not None and tuner.cache:
                 found[name] = {", ".join(map(str, key)): str(config) for key, config in tuner.cache.items()}
+    return found
+
+
+def submission_threads(files: Iterable[str]) -> list[str]:
+    """Threads other than the caller's that run the submission's code now: a frame of one of ``files``
+    (the submission's modules) on the thread's stack, or a ``threading.Thread`` whose target was defined
+    in them. A submission's call returns its outputs; a thread it leaves running between calls can keep
+    the device busy while the judge times the baseline, lifting the candidate's ratio. Each named as
+    ``name (function, file:line)``. A thread that runs only library code (a pool idle in the standard
+    library, or a C function such as a loop of ``itertools`` over torch calls) is not found here: the
+    profiled baseline batch (:func:`infralab.perf.kernel_audit.audit_baseline`) is the check of what
+    reaches the device."""
+    wanted = {str(Path(f).resolve()) for f in files}
+    if not wanted:
+        return []
+
+    def ours(code: Any) -> bool:
+        return code is not None and str(Path(code.co_filename).resolve()) in wanted
+
+    me = threading.get_ident()
+    threads = {t.ident: t for t in threading.enumerate()}
+    found = []
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        hit = frame
+        while hit is not None and not ours(hit.f_code):
+            hit = hit.f_back
+        target = getattr(threads.get(ident), "_target", None)
+        target = getattr(target, "func", target)  # functools.partial
+        code = getattr(getattr(target, "__func__", target), "__code__", None)
+        if hit is None and not ours(code):
+            continue
+        name = threads[ident].name if ident in threads else f"thread {ident}"
+        where = (f"{hit.f_code.co_name}, {Path(hit.f_code.co_filename).name}:{hit.f_lineno}" if hit is not None
+                 else f"{code.co_name}, {Path(code.co_filename).name}:{code.co_firstlineno}")
+        found.append(f"{name} ({where})")
     return found
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from infralab.i18n import tr
 from infralab.perf import decision
-from infralab.perf.checked import CheckedCandidate, autotuned_configs, tampered
+from infralab.perf.checked import CheckedCandidate, autotuned_configs, submission_threads, tampered
 from infralab.perf.kernel_audit import audit, audit_baseline
 from infralab.perf.harness import (GraphBatch, SamplingPolicy, Timer, Timing, calls_per_sample,
                                    graph_calls_per_sample, sample_interleaved, wall_mismatch, warm_up)
@@ -200,8 +200,9 @@ def run_challenge(module: Any, challenge: dict[str, Any], shape: dict[str, int],
             problem = f"at the ragged shape {small}{'' if dt == dtype else f' in {dt}'}: {problem}"
     if problem:
         return rejected(problem)
-    if _tamper_problem():
-        return rejected(_tamper_problem(), by_check=True)
+    tamper = _tamper_problem(checked)
+    if tamper:
+        return rejected(tamper, by_check=True)
     try:
         if not policy.graphs:
             capture = None
@@ -236,9 +237,13 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else ""
 
 
-def _tamper_problem() -> str | None:
+def _tamper_problem(checked: CheckedCandidate | None = None) -> str | None:
+    """The timer's functions replaced, or (of a checked candidate) a thread running the submission's code."""
     names = tampered()
-    return tr("perf.tampered", names=", ".join(names)) if names else None
+    if names:
+        return tr("perf.tampered", names=", ".join(names))
+    threads = submission_threads(checked.files) if checked is not None else []
+    return tr("perf.submission_thread", threads="; ".join(threads)) if threads else None
 
 
 class FreshSets:
@@ -347,7 +352,7 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                     raise Rejected(tr("perf.profiled_baseline_rejected", round=rnd + 1, problem=found))
             asides.append(("baseline", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled_baseline))
         res = sample_interleaved(runners, timer, half, calls, asides=asides)
-        tamper = _tamper_problem()
+        tamper = _tamper_problem(checked)
         if tamper:
             raise Rejected(tamper)
         for k in timings:
