@@ -126,7 +126,7 @@ def test_decode_attention_caches_whose_last_dim_is_strided(impl, gen):
     k_view = k.transpose(-1, -2).contiguous().transpose(-1, -2)
     v_view = v.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
     assert k_view.stride(-2) == 1 and v_view.stride(1) == 1  # setup check: the two layouts
-    assert torch.equal(k_view, k) and torch.equal(v_view, v)
+    assert torch.equal(k_view, k) and torch.equal(v_view, v)  # setup check: the same values
     check(impl, q, k_view, v_view, lens, 2)
 
 
