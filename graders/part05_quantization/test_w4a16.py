@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from infralab.mistakes.part05_quantization.quant_basics import reference_zeropoint
-from infralab.mistakes.part05_quantization.w4a16 import (UNWRITTEN, dequantized, random_activations, random_w4,
-                                                         reference_w4a16, w4a16_atol, w4a16_mistakes)
+from infralab.mistakes.part05_quantization.w4a16 import (UNWRITTEN, closest_reference, dequantized, random_activations,
+                                                         random_w4, reference_w4a16, w4a16_atol, w4a16_mistakes)
 from infralab.testing import assert_all_written, assert_close, randn
 
 MODULE = "part05_quantization.w4a16"
@@ -131,5 +131,9 @@ def test_bf16_at_serving_sizes_on_gpu(impl, gen, m):
     x = random_activations(m, 4096, s + 1, torch.bfloat16).cuda()
     got = impl(MODULE).w4a16_matmul(x, qweight, scales, zeros, 128)
     assert_all_written(got, name="y", diagnosis=UNWRITTEN)
-    w = dequantized(qweight.cpu(), scales.cpu(), zeros.cpu(), 128).to(torch.bfloat16).cuda()
-    assert_close(got, (x.float() @ w.float().T).to(torch.bfloat16), name="y (bf16, GPU)", reduction=4096)
+    args = (x.cpu(), qweight.cpu(), scales.cpu(), zeros.cpu(), 128)
+    # the weight rounded to bf16 (a tensor-core dot) or kept in fp32 (the batch-1 GEMV): either is right, and at
+    # K = 4096 they differ by more than the tolerance where y is near 0 (the reference GEMV failed a bf16-only
+    # reference at one seed on an H200, 2026-12-07: exact -0.2479, got -0.2480, that reference -0.1128)
+    assert_close(got.cpu(), closest_reference(got, *args), name="y (bf16, GPU)", reduction=4096,
+                 mistakes=w4a16_mistakes(*args))

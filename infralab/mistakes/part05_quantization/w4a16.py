@@ -51,6 +51,19 @@ def reference_w4a16(x, qweight, scales, zeros, group_size, **mistake):
     return (x.double() @ w.double().T).to(x.dtype)
 
 
+def closest_reference(got, x, qweight, scales, zeros, group_size):
+    """Per element, whichever of the two right answers is nearer ``got``: the dequantised weight rounded
+    to x's dtype (:func:`reference_w4a16`, what a tensor-core dot takes) or kept in fp32 (a batch-1 GEMV
+    that never rounds it). They differ by the weight's rounding summed over K: at K = 4096 in bf16 by up
+    to 0.35 where y is near 0 (std 0.07), beyond the table's tolerance, so one reference alone fails a
+    right answer of the other kind at some seeds (the GEMV on an H200, 2026-12-07). A wrong answer is far
+    from both. All on the CPU, in fp64; NaN in ``got`` picks neither and fails the comparison."""
+    got = got.detach().cpu().double()
+    rounded = reference_w4a16(x, qweight, scales, zeros, group_size).double()
+    kept = (x.double() @ dequantized(qweight, scales, zeros, group_size).double().T).to(x.dtype).double()
+    return torch.where((got - rounded).abs() <= (got - kept).abs(), rounded, kept).to(x.dtype)
+
+
 def w4a16_atol(x, qweight, scales, zeros, group_size):
     """The absolute tolerance of y = x Wᵀ: the table's for x's dtype plus one unit of x's dtype's
     roundoff at the size of the products, max over outputs of sum_k |x_k| |w_nk|. The reference
