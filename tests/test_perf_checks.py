@@ -153,7 +153,7 @@ def test_each_round_profiles_one_batch_and_an_own_kernel_batch_is_accepted():
     assert e["correct"] and len(batches) == 4  # one candidate and one baseline batch per round
     profiled = e["evidence"]["profiled_batches"]
     assert [b["problem"] for b in profiled] == [None] * 4
-    assert sorted(b.get("runner", "candidate") for b in profiled) == ["baseline", "baseline", "candidate", "candidate"]
+    assert sorted(b["runner"] for b in profiled) == ["baseline", "baseline", "candidate", "candidate"]
     assert any("CUDA profiler" in p for p in e["protections"])
 
 

@@ -108,16 +108,13 @@ def audit(kernels: Iterable[Kernel], own_kernels: frozenset[str], launched: Iter
     names of the ``@triton.jit`` functions in the submission's files; ``launched``: the names
     Triton's launch hook saw during the batch.
     """
-    kernels = list(kernels)
-    marker = next((k for k in kernels if _base_name(k.name) == MARKER_KERNEL), None)
-    if marker is not None:
-        kernels.remove(marker)
+    marker, kernels = _split_marker(kernels)
     hook = Counter(_base_name(n) for n in launched)
     seen: Counter[str] = Counter()
     if not any(_own(k.name, own_kernels) for k in kernels):
         return tr("perf.audit_no_own_kernel", kernels=_listing(kernels))
     for k in kernels:
-        if marker is not None and marker.stream is not None and k.stream is not None and k.stream != marker.stream:
+        if _off_stream(k, marker):
             return tr("perf.audit_side_stream", kernel=k.name, stream=k.stream, timed=marker.stream)
         if _own(k.name, own_kernels):
             seen[_base_name(k.name)] += 1
@@ -138,14 +135,24 @@ def audit_baseline(kernels: Iterable[Kernel]) -> str | None:
     is the submission's, left running between its own calls (a thread that keeps the device busy
     while the candidate is idle slows the baseline and lifts the candidate's ratio). CUPTI sees the
     activity of this process only; another process's work is the caged route's canary's to catch."""
+    marker, kernels = _split_marker(kernels)
+    off = next((k for k in kernels if _off_stream(k, marker)), None)
+    return None if off is None else tr("perf.audit_baseline_side_stream", kernel=off.name, stream=off.stream,
+                                       timed=marker.stream)
+
+
+def _split_marker(kernels: Iterable[Kernel]) -> tuple[Kernel | None, list[Kernel]]:
+    """The harness's marker kernel (None if the profile lacks it) and the batch's other activities."""
     kernels = list(kernels)
     marker = next((k for k in kernels if _base_name(k.name) == MARKER_KERNEL), None)
-    if marker is None or marker.stream is None:
-        return None
-    for k in kernels:
-        if k is not marker and k.stream is not None and k.stream != marker.stream:
-            return tr("perf.audit_baseline_side_stream", kernel=k.name, stream=k.stream, timed=marker.stream)
-    return None
+    if marker is not None:
+        kernels.remove(marker)
+    return marker, kernels
+
+
+def _off_stream(k: Kernel, marker: Kernel | None) -> bool:
+    """``k`` ran on another stream than the marker (the timed stream); unknown streams are not judged."""
+    return marker is not None and marker.stream is not None and k.stream is not None and k.stream != marker.stream
 
 
 def _listing(kernels: list[Kernel], limit: int = 4) -> str:

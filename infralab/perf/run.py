@@ -16,6 +16,7 @@ from __future__ import annotations
 import platform
 import random
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from infralab.i18n import tr
@@ -335,22 +336,12 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
                 _sync(device)
         asides = []
         if checked is not None and checked.triton:
-            def profiled(runner, n, start, rnd=rnd) -> None:
-                kernels, launched = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
-                found = audit(kernels, checked.own_kernels, launched)
-                audits.append({"round": rnd, "kernels": sorted({k.name[:160] for k in kernels}), "problem": found})
-                if found:
-                    raise Rejected(tr("perf.profiled_rejected", round=rnd + 1, problem=found))
-            asides.append(("candidate", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled))
+            asides.append(_profiled_aside("candidate", rnd, half.min_samples, profiler, audits, "perf.profiled_rejected",
+                                          lambda kernels, launched: audit(kernels, checked.own_kernels, launched)))
         if device == "cuda" or profiler is not None:
-            def profiled_baseline(runner, n, start, rnd=rnd) -> None:
-                kernels, _ = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
-                found = audit_baseline(kernels)
-                audits.append({"round": rnd, "runner": "baseline", "kernels": sorted({k.name[:160] for k in kernels}),
-                               "problem": found})
-                if found:
-                    raise Rejected(tr("perf.profiled_baseline_rejected", round=rnd + 1, problem=found))
-            asides.append(("baseline", _ROUND_PICK.randrange(max(half.min_samples, 1)), profiled_baseline))
+            asides.append(_profiled_aside("baseline", rnd, half.min_samples, profiler, audits,
+                                          "perf.profiled_baseline_rejected",
+                                          lambda kernels, launched: audit_baseline(kernels)))
         res = sample_interleaved(runners, timer, half, calls, asides=asides)
         tamper = _tamper_problem(checked)
         if tamper:
@@ -402,6 +393,21 @@ def _timed_part(entry, wl, timed, baseline_fn, challenge, shape, profile, timer,
 
 
 _ROUND_PICK = random.SystemRandom()  # which batch is profiled: not predictable from the seed
+
+
+def _profiled_aside(name: str, rnd: int, rounds: int, profiler: Any, audits: list, message: str,
+                    judge: Callable[[list, list], str | None]):
+    """An aside of :func:`infralab.perf.harness.sample_interleaved`: runner ``name``'s batch, in a round drawn
+    at random among the first ``rounds``, runs under ``profiler`` (default: the CUDA profiler) instead of the
+    timer; ``judge(kernels, launched)`` names a problem, which rejects the candidate (catalogue key ``message``)."""
+    def profiled(runner, n, start) -> None:
+        kernels, launched = (profiler or _default_profiler())(lambda: [runner(start + i) for i in range(n)])
+        found = judge(kernels, launched)
+        audits.append({"round": rnd, "runner": name, "kernels": sorted({k.name[:160] for k in kernels}),
+                       "problem": found})
+        if found:
+            raise Rejected(tr(message, round=rnd + 1, problem=found))
+    return name, _ROUND_PICK.randrange(max(rounds, 1)), profiled
 
 
 def _default_profiler():
